@@ -1,0 +1,20 @@
+// CUDA device queries and error checking for the CUDA backend.
+//
+//   if (weir::cuda_device_count() == 0) { /* no GPU: skip */ }
+//   weir::cuda_check(cudaSetDevice(0), "cudaSetDevice");   // throws weir::Error(kDevice)
+//   std::string name = weir::cuda_device_name(0);          // "NVIDIA H100 80GB HBM3"
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace weir {
+
+// Number of usable CUDA devices; 0 when there is no driver or no GPU (never throws).
+int cuda_device_count();
+std::string cuda_device_name(int index);
+// Throws weir::Error(kDevice) with CUDA's message when `status` is an error.
+void cuda_check(cudaError_t status, const char* what);
+
+}  // namespace weir

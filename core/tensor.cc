@@ -1,0 +1,170 @@
+#include "core/tensor.h"
+
+#include <utility>
+
+#include "core/error.h"
+
+namespace weir {
+
+namespace {
+
+std::string sizes_string(const std::vector<int64_t>& sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) text += ",";
+    text += std::to_string(sizes[i]);
+  }
+  return text + "]";
+}
+
+int64_t checked_count(const std::vector<int64_t>& sizes) {
+  auto count = checked_num_elements(sizes);
+  if (!count) {
+    throw Error(ErrorKind::kShape,
+                "tensor sizes " + sizes_string(sizes) +
+                    " are negative or have more elements than fit in 64 bits");
+  }
+  return *count;
+}
+
+size_t checked_bytes(DType dtype, int64_t count) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(count), dtype_size(dtype), &bytes)) {
+    throw Error(ErrorKind::kShape, "tensor of " + std::to_string(count) + " " +
+                                       std::string(dtype_name(dtype)) +
+                                       " elements is larger than the address space");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Storage::Storage(Allocator& allocator, size_t bytes)
+    : data_(allocator.allocate(bytes)), bytes_(bytes), device_(allocator.device()),
+      allocator_(&allocator) {}
+
+Storage::Storage(void* data, size_t bytes, Device device, std::shared_ptr<void> keep_alive)
+    : data_(data), bytes_(bytes), device_(device), keep_alive_(std::move(keep_alive)) {}
+
+Storage::~Storage() {
+  if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> sizes, Allocator& allocator)
+    : dtype_(dtype), sizes_(std::move(sizes)) {
+  if (dtype == DType::kUndefined) {
+    throw Error(ErrorKind::kInvalidArgument, "cannot create a tensor of undefined dtype");
+  }
+  num_elements_ = checked_count(sizes_);
+  size_t bytes = checked_bytes(dtype_, num_elements_);
+  storage_ = std::make_shared<Storage>(allocator, bytes);
+  if (bytes > 0 && allocator.device().type == DeviceType::kCpu) {
+    std::memset(storage_->data(), 0, bytes);
+  }
+}
+
+Tensor Tensor::wrap(DType dtype, std::vector<int64_t> sizes, void* data, Device device,
+                    std::shared_ptr<void> keep_alive) {
+  if (dtype == DType::kUndefined) {
+    throw Error(ErrorKind::kInvalidArgument, "cannot wrap memory as a tensor of undefined dtype");
+  }
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.sizes_ = std::move(sizes);
+  tensor.num_elements_ = checked_count(tensor.sizes_);
+  size_t bytes = checked_bytes(dtype, tensor.num_elements_);
+  if (bytes > 0 && data == nullptr) {
+    throw Error(ErrorKind::kInvalidArgument, "cannot wrap a null pointer as a non-empty tensor");
+  }
+  tensor.storage_ = std::make_shared<Storage>(data, bytes, device, std::move(keep_alive));
+  return tensor;
+}
+
+Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+
+void* Tensor::raw_data() const {
+  if (!storage_) return nullptr;
+  return static_cast<char*>(storage_->data()) + byte_offset_;
+}
+
+Tensor Tensor::view(size_t byte_offset, DType dtype, std::vector<int64_t> sizes) const {
+  if (!storage_) throw Error(ErrorKind::kInvalidArgument, "cannot view an undefined tensor");
+  Tensor out;
+  out.dtype_ = dtype;
+  out.sizes_ = std::move(sizes);
+  out.num_elements_ = checked_count(out.sizes_);
+  size_t bytes = checked_bytes(dtype, out.num_elements_);
+  size_t begin = byte_offset_ + byte_offset;
+  if (begin < byte_offset_ || begin > storage_->bytes() || bytes > storage_->bytes() - begin) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "view of " + std::to_string(bytes) + " bytes at offset " +
+                    std::to_string(byte_offset) + " runs past the end of a " +
+                    std::to_string(storage_->bytes()) + "-byte storage");
+  }
+  out.storage_ = storage_;
+  out.byte_offset_ = begin;
+  return out;
+}
+
+Tensor Tensor::reshape(std::vector<int64_t> sizes) const {
+  int64_t count = checked_count(sizes);
+  if (count != num_elements_) {
+    throw Error(ErrorKind::kShape, "cannot reshape " + type_string() + " (" +
+                                       std::to_string(num_elements_) + " elements) to " +
+                                       sizes_string(sizes) + " (" + std::to_string(count) +
+                                       " elements)");
+  }
+  return view(0, dtype_, std::move(sizes));
+}
+
+Tensor Tensor::slice(int64_t begin, int64_t end) const {
+  if (sizes_.empty()) throw Error(ErrorKind::kShape, "cannot slice a scalar tensor");
+  if (begin < 0 || end < begin || end > sizes_[0]) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "slice [" + std::to_string(begin) + ", " + std::to_string(end) +
+                    ") is outside axis 0 of " + type_string());
+  }
+  std::vector<int64_t> sizes = sizes_;
+  sizes[0] = end - begin;
+  int64_t row_elements = sizes_[0] == 0 ? 0 : num_elements_ / sizes_[0];
+  size_t row_bytes = static_cast<size_t>(row_elements) * dtype_size(dtype_);
+  return view(static_cast<size_t>(begin) * row_bytes, dtype_, std::move(sizes));
+}
+
+Tensor Tensor::clone(Allocator& allocator) const {
+  if (!defined()) return Tensor();
+  if (device().type != DeviceType::kCpu || allocator.device().type != DeviceType::kCpu) {
+    throw Error(ErrorKind::kUnsupported, "Tensor::clone copies host tensors only");
+  }
+  Tensor copy(dtype_, sizes_, allocator);
+  if (nbytes() > 0) std::memcpy(copy.raw_data(), raw_data(), nbytes());
+  return copy;
+}
+
+bool Tensor::bitwise_equal(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || sizes_ != other.sizes_) return false;
+  if (nbytes() == 0) return true;
+  return std::memcmp(raw_data(), other.raw_data(), nbytes()) == 0;
+}
+
+std::string Tensor::type_string() const {
+  return std::string(dtype_name(dtype_)) + sizes_string(sizes_);
+}
+
+void check_dtype_matches(DType actual, DType requested) {
+  if (actual != requested) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "tensor holds " + std::string(dtype_name(actual)) + " elements, not " +
+                    std::string(dtype_name(requested)));
+  }
+}
+
+void check_element_count(const Tensor& tensor, size_t count) {
+  if (static_cast<size_t>(tensor.num_elements()) != count) {
+    throw Error(ErrorKind::kShape, "tensor " + tensor.type_string() + " needs " +
+                                       std::to_string(tensor.num_elements()) + " values, got " +
+                                       std::to_string(count));
+  }
+}
+
+}  // namespace weir

@@ -1,0 +1,10 @@
+// Schemas of Softmax and LogSoftmax along one axis.
+#pragma once
+
+#include "core/op_schema.h"
+
+namespace weir {
+
+void register_softmax_schemas(OpRegistry& registry);
+
+}  // namespace weir

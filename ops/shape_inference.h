@@ -1,0 +1,27 @@
+// Shape-inference helpers that op schemas share.
+//
+//   weir::Shape c = weir::broadcast_shapes(a, b, ctx);   // NumPy rules, symbolic dims kept
+//   weir::infer_same_as_input(ctx);                      // output 0 = input 0's type
+//   int64_t axis = weir::normalize_axis(-1, rank, ctx);  // -1 -> rank - 1
+#pragma once
+
+#include <cstdint>
+
+#include "core/op_schema.h"
+#include "core/shape.h"
+
+namespace weir {
+
+// NumPy broadcasting of two shapes. A symbolic dim against 1 stays symbolic;
+// two different symbols, or a symbol against a static size > 1, give a fresh
+// unknown-rank-free result of the static side (the value must be that size at
+// run time). Throws via ctx.fail() when static sizes disagree.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const InferenceContext& ctx);
+
+// Output 0 gets input 0's type.
+void infer_same_as_input(InferenceContext& ctx);
+
+// Maps an axis in [-rank, rank) to [0, rank); fails via ctx otherwise.
+int64_t normalize_axis(int64_t axis, int64_t rank, const InferenceContext& ctx);
+
+}  // namespace weir

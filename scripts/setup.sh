@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that Weir's build, tests and demo need.
+# Idempotent: re-running it only refreshes the package lists and installs what
+# is missing. Uses sudo when not run as root.
+set -euo pipefail
+
+# One list, grouped by what needs it. Later issues add their packages here.
+packages=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  # core: model format, logging
+  libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$package")
+  fi
+done
+
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#packages[@]} packages already installed"
+fi

@@ -1,0 +1,93 @@
+// Op schemas: registry lookups and the shape/dtype inference of the first
+// op families (broadcasting, MatMul, Gemm, Softmax).
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/op_schema.h"
+#include "ops/register_ops.h"
+
+namespace weir {
+namespace {
+
+TensorType f32(Shape shape) { return {DType::kFloat32, std::move(shape)}; }
+
+// Infers the single output type of `op_type` applied to inputs of `types`.
+TensorType infer(const std::string& op_type, const std::vector<TensorType>& types,
+                 std::map<std::string, Attribute> attributes = {}) {
+  Graph g("g");
+  std::vector<Value*> inputs;
+  for (size_t i = 0; i < types.size(); ++i) inputs.push_back(g.add_input("in" + std::to_string(i), types[i]));
+  Node* node = g.add_node(op_type, inputs, 1, std::move(attributes), "node");
+  return infer_output_types(*node, default_op_registry().get(op_type)).at(0);
+}
+
+TEST(OpRegistry, FindsSchemasAndRefusesDuplicates) {
+  const OpRegistry& registry = default_op_registry();
+  ASSERT_NE(registry.find("Add"), nullptr);
+  EXPECT_TRUE(registry.get("Add").has(OpTrait::kCommutative));
+  EXPECT_TRUE(registry.get("Relu").has(OpTrait::kElementwise));
+  EXPECT_FALSE(registry.get("Sub").has(OpTrait::kCommutative));
+  EXPECT_EQ(registry.find("Nope"), nullptr);
+  EXPECT_THROW(registry.get("Nope"), Error);
+  EXPECT_EQ(registry.get("Gemm").min_inputs(), 2u);
+  EXPECT_EQ(registry.get("Gemm").max_inputs(), 3u);
+
+  OpRegistry fresh;
+  register_all_ops(fresh);
+  EXPECT_EQ(fresh.size(), registry.size());
+  EXPECT_THROW(register_all_ops(fresh), Error);
+  EXPECT_THROW(OpSchema("Bad").attr("x", AttrType::kInt, Attribute("text")), Error);
+}
+
+TEST(ShapeInference, BroadcastingFollowsNumPyAndKeepsSymbols) {
+  EXPECT_EQ(infer("Add", {f32(Shape{2, 1, 4}), f32(Shape{3, 1})}).shape, (Shape{2, 3, 4}));
+  EXPECT_EQ(infer("Mul", {f32(Shape{Dim::symbol("N"), 4}), f32(Shape{4})}).shape, (Shape{Dim::symbol("N"), 4}));
+  EXPECT_EQ(infer("Sub", {f32(Shape{Dim::symbol("N"), 1}), f32(Shape{1, 5})}).shape, (Shape{Dim::symbol("N"), 5}));
+  EXPECT_EQ(infer("Div", {f32(Shape{}), f32(Shape{7})}).shape, (Shape{7}));
+  EXPECT_FALSE(infer("Add", {f32(Shape::unknown_rank()), f32(Shape{7})}).shape.has_rank());
+  try {
+    infer("Add", {f32(Shape{2, 3}), f32(Shape{4})});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape);
+    EXPECT_EQ(e.node(), "node");
+    EXPECT_NE(std::string(e.what()).find("cannot broadcast [2,3] with [4]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ShapeInference, MatMulBatchesBroadcastsAndPromotesVectors) {
+  EXPECT_EQ(infer("MatMul", {f32(Shape{2, 3}), f32(Shape{3, 5})}).shape, (Shape{2, 5}));
+  EXPECT_EQ(infer("MatMul", {f32(Shape{7, 1, 2, 3}), f32(Shape{4, 3, 5})}).shape, (Shape{7, 4, 2, 5}));
+  EXPECT_EQ(infer("MatMul", {f32(Shape{3}), f32(Shape{3, 5})}).shape, (Shape{5}));
+  EXPECT_EQ(infer("MatMul", {f32(Shape{2, 3}), f32(Shape{3})}).shape, (Shape{2}));
+  EXPECT_EQ(infer("MatMul", {f32(Shape{3}), f32(Shape{3})}).shape, (Shape{}));
+  EXPECT_EQ(infer("MatMul", {f32(Shape{Dim::symbol("B"), 2, 3}), f32(Shape{3, Dim::symbol("K")})}).shape,
+            (Shape{Dim::symbol("B"), 2, Dim::symbol("K")}));
+  EXPECT_THROW(infer("MatMul", {f32(Shape{2, 3}), f32(Shape{4, 5})}), Error);
+  EXPECT_THROW(infer("MatMul", {f32(Shape{}), f32(Shape{4, 5})}), Error);
+}
+
+TEST(ShapeInference, GemmHonoursTransposesAndChecksC) {
+  EXPECT_EQ(infer("Gemm", {f32(Shape{3, 2}), f32(Shape{5, 3})}, {{"transA", Attribute(1)}, {"transB", Attribute(1)}}).shape,
+            (Shape{2, 5}));
+  EXPECT_EQ(infer("Gemm", {f32(Shape{2, 3}), f32(Shape{3, 5}), f32(Shape{5})}).shape, (Shape{2, 5}));
+  EXPECT_THROW(infer("Gemm", {f32(Shape{2, 3}), f32(Shape{3, 5}), f32(Shape{4})}), Error);
+  EXPECT_THROW(infer("Gemm", {f32(Shape{2, 3}), f32(Shape{2, 5})}), Error);
+  EXPECT_THROW(infer("Gemm", {f32(Shape{2, 3, 1}), f32(Shape{3, 5})}), Error);
+}
+
+TEST(ShapeInference, SoftmaxChecksItsAxis) {
+  EXPECT_EQ(infer("Softmax", {f32(Shape{2, 3})}).shape, (Shape{2, 3}));
+  EXPECT_EQ(infer("LogSoftmax", {f32(Shape{2, 3})}, {{"axis", Attribute(-2)}}).shape, (Shape{2, 3}));
+  EXPECT_THROW(infer("Softmax", {f32(Shape{2, 3})}, {{"axis", Attribute(2)}}), Error);
+}
+
+TEST(ShapeInference, UnaryOpsKeepTheInputType) {
+  TensorType bf16{DType::kBFloat16, Shape{Dim::symbol("N"), 8}};
+  EXPECT_EQ(infer("Tanh", {bf16}), bf16);
+  EXPECT_EQ(infer("Identity", {TensorType{DType::kBool, Shape{3}}}).dtype, DType::kBool);
+}
+
+}  // namespace
+}  // namespace weir

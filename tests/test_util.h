@@ -1,0 +1,49 @@
+// Helpers shared by Weir's tests: scratch directories and seeded random data.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace weir::testing {
+
+// A fresh directory, removed with everything in it when the object dies.
+// Lives under $WEIR_TEST_TMPDIR (set by CTest to the build tree) or /tmp.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* root = std::getenv("WEIR_TEST_TMPDIR");
+    std::filesystem::path base = root != nullptr ? root : std::filesystem::temp_directory_path().string();
+    std::filesystem::create_directories(base);
+    std::string pattern = (base / "weir-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Uniform floats in [low, high) from a fixed seed, so failures reproduce.
+inline std::vector<float> random_floats(size_t count, uint32_t seed, float low = -1.0f, float high = 1.0f) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> distribution(low, high);
+  std::vector<float> values(count);
+  for (float& value : values) value = distribution(engine);
+  return values;
+}
+
+}  // namespace weir::testing

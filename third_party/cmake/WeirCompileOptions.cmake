@@ -1,0 +1,20 @@
+# Compiler flags shared by every Weir target, applied through weir_set_options().
+
+function(weir_set_options target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+      -Wcast-align -Wunused -Woverloaded-virtual -Wimplicit-fallthrough
+      # GCC 12 reports false -Wrestrict positives inside std::string
+      # concatenation at -O3 (GCC bug 105329).
+      -Wno-restrict>)
+  if(WEIR_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()
+
+if(WEIR_SANITIZE)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=undefined>)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -12,6 +12,12 @@ if(NOT WEIR_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
     enable_language(CUDA)
+    # Weir's headers are C++20. CMake 3.25 predates nvcc's C++20 support and
+    # has no flag for it, so name the flag (nvcc 12+ accepts it).
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
     find_package(CUDAToolkit REQUIRED)
     set(WEIR_HAVE_CUDA ON)
     message(STATUS "Weir: CUDA backend enabled (${WEIR_NVCC}, architectures ${CMAKE_CUDA_ARCHITECTURES})")

@@ -67,7 +67,7 @@ class ExternalDataReader {
   std::map<std::string, OpenFile> files_;
 };
 
-// 64-bit FNV-1a, used to name data files by their content.
-uint64_t fnv1a_hash(std::string_view bytes);
+// A fast 64-bit hash of the bytes, used to name data files by their content.
+uint64_t content_hash(std::string_view bytes);
 
 }  // namespace weir

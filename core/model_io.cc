@@ -107,7 +107,7 @@ void save_model(const Model& model, const std::filesystem::path& path, const Sav
     if (!external.empty()) {
       char hash[17];
       std::snprintf(hash, sizeof(hash), "%016llx",
-                    static_cast<unsigned long long>(fnv1a_hash(external.bytes())));
+                    static_cast<unsigned long long>(content_hash(external.bytes())));
       data_name = path.filename().string() + "." + hash + ".data";
       external.set_location(data_name);
       // Data first: until the model is renamed into place, the old model

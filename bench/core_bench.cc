@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "core/half.h"
@@ -19,39 +20,25 @@ std::vector<float> random_floats(size_t count) {
   return values;
 }
 
-void BM_FloatToF16(benchmark::State& state) {
-  std::vector<float> in = random_floats(static_cast<size_t>(state.range(0)));
-  std::vector<uint16_t> out(in.size());
+// Converts a 1 Mi-element buffer with `convert`, one element at a time.
+template <typename In, typename Out, Out (*convert)(In)>
+void BM_Convert(benchmark::State& state) {
+  std::vector<In> in(static_cast<size_t>(state.range(0)));
+  if constexpr (std::is_same_v<In, float>) {
+    in = random_floats(in.size());
+  } else {
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<In>(i * 2654435761u >> 16);
+  }
+  std::vector<Out> out(in.size());
   for (auto _ : state) {
-    for (size_t i = 0; i < in.size(); ++i) out[i] = weir::float_to_f16_bits(in[i]);
+    for (size_t i = 0; i < in.size(); ++i) out[i] = convert(in[i]);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK(BM_FloatToF16)->Arg(1 << 20);
-
-void BM_F16ToFloat(benchmark::State& state) {
-  std::vector<uint16_t> in(static_cast<size_t>(state.range(0)));
-  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint16_t>(i * 2654435761u >> 16);
-  std::vector<float> out(in.size());
-  for (auto _ : state) {
-    for (size_t i = 0; i < in.size(); ++i) out[i] = weir::f16_bits_to_float(in[i]);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
-}
-BENCHMARK(BM_F16ToFloat)->Arg(1 << 20);
-
-void BM_FloatToBF16(benchmark::State& state) {
-  std::vector<float> in = random_floats(static_cast<size_t>(state.range(0)));
-  std::vector<uint16_t> out(in.size());
-  for (auto _ : state) {
-    for (size_t i = 0; i < in.size(); ++i) out[i] = weir::float_to_bf16_bits(in[i]);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
-}
-BENCHMARK(BM_FloatToBF16)->Arg(1 << 20);
+BENCHMARK(BM_Convert<float, uint16_t, weir::float_to_f16_bits>)->Name("BM_FloatToF16")->Arg(1 << 20);
+BENCHMARK(BM_Convert<uint16_t, float, weir::f16_bits_to_float>)->Name("BM_F16ToFloat")->Arg(1 << 20);
+BENCHMARK(BM_Convert<float, uint16_t, weir::float_to_bf16_bits>)->Name("BM_FloatToBF16")->Arg(1 << 20);
 
 // A residual-style graph: a chain where every node also reads the node two back.
 std::unique_ptr<weir::Graph> make_chain(int64_t nodes) {

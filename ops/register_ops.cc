@@ -1,6 +1,9 @@
 #include "ops/register_ops.h"
 
+#include "ops/elementwise/backward_kernels.h"
+#include "ops/elementwise/binary_kernels.h"
 #include "ops/elementwise/elementwise_schemas.h"
+#include "ops/elementwise/unary_kernels.h"
 #include "ops/linalg/linalg_schemas.h"
 #include "ops/nn/softmax_schemas.h"
 
@@ -16,6 +19,21 @@ const OpRegistry& default_op_registry() {
   static const OpRegistry registry = [] {
     OpRegistry built;
     register_all_ops(built);
+    return built;
+  }();
+  return registry;
+}
+
+void register_all_kernels(KernelRegistry& registry) {
+  register_binary_cpu_kernels(registry);
+  register_unary_cpu_kernels(registry);
+  register_elementwise_backward_cpu_kernels(registry);
+}
+
+const KernelRegistry& default_kernel_registry() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry built;
+    register_all_kernels(built);
     return built;
   }();
   return registry;

@@ -1,4 +1,4 @@
-// The one place every op family's schemas are registered.
+// The one place every op family's schemas and kernels are registered.
 //
 //   const weir::OpRegistry& registry = weir::default_op_registry();
 //   const weir::OpSchema* add = registry.find("Add");
@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/op_schema.h"
+#include "ops/kernel.h"
 
 namespace weir {
 
@@ -17,5 +18,11 @@ void register_all_ops(OpRegistry& registry);
 
 // A registry with every built-in op, built on first use and immutable after.
 const OpRegistry& default_op_registry();
+
+// Calls each family's register_*_kernels(); a new kernel family adds one line here.
+void register_all_kernels(KernelRegistry& registry);
+
+// Every built-in kernel, built on first use and immutable after.
+const KernelRegistry& default_kernel_registry();
 
 }  // namespace weir

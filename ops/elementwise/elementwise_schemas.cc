@@ -1,5 +1,6 @@
 #include "ops/elementwise/elementwise_schemas.h"
 
+#include "core/graph.h"
 #include "ops/shape_inference.h"
 
 namespace weir {
@@ -9,13 +10,69 @@ namespace {
 const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
                                      DType::kInt64};
-const std::vector<DType> kFloating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+const std::vector<DType> kFloatingTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
 
 void infer_broadcast(InferenceContext& ctx) {
   const TensorType* a = ctx.input_type(0);
   const TensorType* b = ctx.input_type(1);
   if (a == nullptr || b == nullptr) return;
   ctx.set_output_type(0, TensorType{a->dtype, broadcast_shapes(a->shape, b->shape, ctx)});
+}
+
+// The gradient flowing into input `index`: `grad` summed over the axes along
+// which that input was broadcast. When input and output shapes are equal
+// (same sizes or same symbols) nothing was broadcast and `grad` is returned.
+Value* sum_to_input(GradientContext& ctx, Value* grad, size_t index) {
+  const Value* input = ctx.node().input(index);
+  const Value* output = ctx.node().output(0);
+  if (input->shape().has_rank() && input->shape() == output->shape()) return grad;
+  return ctx.emit("SumToShape", {grad, ctx.node().input(index)})[0];
+}
+
+void add_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  ctx.set_input_grad(0, sum_to_input(ctx, grad, 0));
+  ctx.set_input_grad(1, sum_to_input(ctx, grad, 1));
+}
+
+void sub_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  ctx.set_input_grad(0, sum_to_input(ctx, grad, 0));
+  ctx.set_input_grad(1, sum_to_input(ctx, ctx.emit("Neg", {grad})[0], 1));
+}
+
+void mul_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  Value* a = ctx.node().input(0);
+  Value* b = ctx.node().input(1);
+  ctx.set_input_grad(0, sum_to_input(ctx, ctx.emit("Mul", {grad, b})[0], 0));
+  ctx.set_input_grad(1, sum_to_input(ctx, ctx.emit("Mul", {grad, a})[0], 1));
+}
+
+// d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b, reusing the forward output a/b.
+void div_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  Value* b = ctx.node().input(1);
+  Value* quotient = ctx.node().output(0);
+  ctx.set_input_grad(0, sum_to_input(ctx, ctx.emit("Div", {grad, b})[0], 0));
+  Value* scaled = ctx.emit("Mul", {grad, quotient})[0];
+  Value* over_b = ctx.emit("Div", {scaled, b})[0];
+  ctx.set_input_grad(1, sum_to_input(ctx, ctx.emit("Neg", {over_b})[0], 1));
+}
+
+// Unary rules that emit one backward op reading the output gradient and
+// either the forward input (`use_output` false) or the forward output.
+GradientFn activation_gradient(const char* backward_op, bool use_output) {
+  return [backward_op, use_output](GradientContext& ctx) {
+    Value* grad = ctx.output_grad(0);
+    if (grad == nullptr) return;
+    Value* saved = use_output ? ctx.node().output(0) : ctx.node().input(0);
+    ctx.set_input_grad(0, ctx.emit(backward_op, {grad, saved})[0]);
+  };
 }
 
 OpSchema binary(const char* name, OpTrait extra_traits, const char* doc) {
@@ -30,13 +87,14 @@ OpSchema binary(const char* name, OpTrait extra_traits, const char* doc) {
   return schema;
 }
 
-OpSchema unary(const char* name, const std::vector<DType>& types, const char* doc) {
+OpSchema unary(const char* name, const std::vector<DType>& types, GradientFn gradient, const char* doc) {
   OpSchema schema(name);
   schema.input("X", "T")
       .output("Y", "T")
       .type_constraint("T", types)
       .traits(OpTrait::kElementwise | OpTrait::kInplaceable)
       .infer(infer_same_as_input)
+      .gradient(std::move(gradient))
       .doc(doc);
   return schema;
 }
@@ -44,20 +102,29 @@ OpSchema unary(const char* name, const std::vector<DType>& types, const char* do
 }  // namespace
 
 void register_elementwise_schemas(OpRegistry& registry) {
-  registry.add(binary("Add", OpTrait::kCommutative, "A + B, with NumPy broadcasting"));
-  registry.add(binary("Sub", OpTrait::kNone, "A - B, with NumPy broadcasting"));
-  registry.add(binary("Mul", OpTrait::kCommutative, "A * B, with NumPy broadcasting"));
-  registry.add(binary("Div", OpTrait::kNone, "A / B, with NumPy broadcasting; integer division truncates"));
-  registry.add(unary("Relu", kNumeric, "max(X, 0)"));
-  registry.add(unary("Sigmoid", kFloating, "1 / (1 + exp(-X))"));
-  registry.add(unary("Tanh", kFloating, "tanh(X)"));
+  registry.add(binary("Add", OpTrait::kCommutative, "A + B, with NumPy broadcasting").gradient(add_gradient));
+  registry.add(binary("Sub", OpTrait::kNone, "A - B, with NumPy broadcasting").gradient(sub_gradient));
+  registry.add(binary("Mul", OpTrait::kCommutative, "A * B, with NumPy broadcasting").gradient(mul_gradient));
+  registry.add(binary("Div", OpTrait::kNone, "A / B, with NumPy broadcasting; integer division truncates")
+                   .gradient(div_gradient));
+  registry.add(unary("Neg", kNumeric,
+                     [](GradientContext& ctx) {
+                       if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Neg", {grad})[0]);
+                     },
+                     "-X; integers wrap around"));
+  registry.add(unary("Relu", kNumeric, activation_gradient("ReluGrad", /*use_output=*/false), "max(X, 0)"));
+  registry.add(unary("Sigmoid", kFloatingTypes, activation_gradient("SigmoidGrad", /*use_output=*/true),
+                     "1 / (1 + exp(-X))"));
+  registry.add(unary("Tanh", kFloatingTypes, activation_gradient("TanhGrad", /*use_output=*/true), "tanh(X)"));
   OpSchema identity("Identity");
   identity.input("X", "T")
       .output("Y", "T")
       .type_constraint("T", {kAllDTypes, kAllDTypes + std::size(kAllDTypes)})
       .infer(infer_same_as_input)
+      .gradient([](GradientContext& ctx) { ctx.set_input_grad(0, ctx.output_grad(0)); })
       .doc("Y = X");
   registry.add(std::move(identity));
+  register_elementwise_backward_schemas(registry);
 }
 
 }  // namespace weir

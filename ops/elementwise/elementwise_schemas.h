@@ -1,5 +1,7 @@
 // Schemas of the elementwise ops: binary arithmetic with NumPy broadcasting
-// (Add, Sub, Mul, Div) and unary activations (Relu, Sigmoid, Tanh, Identity).
+// (Add, Sub, Mul, Div), unary ops (Neg, Relu, Sigmoid, Tanh, Identity) with
+// their gradient rules, and the backward ops those rules emit (ReluGrad,
+// SigmoidGrad, TanhGrad, SumToShape).
 #pragma once
 
 #include "core/op_schema.h"
@@ -7,5 +9,6 @@
 namespace weir {
 
 void register_elementwise_schemas(OpRegistry& registry);
+void register_elementwise_backward_schemas(OpRegistry& registry);
 
 }  // namespace weir

@@ -1,0 +1,127 @@
+#include "ops/elementwise/binary_kernels.h"
+
+#include <limits>
+#include <type_traits>
+
+#include "ops/dtype_dispatch.h"
+#include "ops/elementwise/broadcast.h"
+
+namespace weir {
+
+namespace {
+
+// Signed overflow is undefined behaviour in C++; do integer arithmetic in the
+// unsigned type, where it wraps, and convert back.
+template <typename T>
+using Wide = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
+
+struct AddOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Wide<C>>(a) + static_cast<Wide<C>>(b));
+    else return a + b;
+  }
+};
+struct SubOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Wide<C>>(a) - static_cast<Wide<C>>(b));
+    else return a - b;
+  }
+};
+struct MulOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Wide<C>>(a) * static_cast<Wide<C>>(b));
+    else return a * b;
+  }
+};
+struct DivOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+      // min / -1 overflows; its wrapped result is min itself, i.e. -a wrapped.
+      if (b == -1) return static_cast<C>(Wide<C>(0) - static_cast<Wide<C>>(a));
+      return static_cast<C>(a / b);
+    } else {
+      return a / b;
+    }
+  }
+};
+
+template <typename Op>
+class BinaryKernel final : public OpKernel {
+ public:
+  explicit BinaryKernel(const Node& node) : dtype_(kernel_dtype(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.dtype() != dtype_ || b.dtype() != dtype_) {
+      ctx.fail("inputs are " + std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())) +
+               "; this kernel was built for " + std::string(dtype_name(dtype_)));
+    }
+    auto out_sizes = broadcast_sizes(a.sizes(), b.sizes());
+    if (!out_sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
+    Tensor& out = ctx.allocate_output(0, dtype_, *out_sizes);
+    BroadcastPlan plan(*out_sizes, a.sizes(), b.sizes());
+    dispatch_dtype(dtype_, [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        ctx.fail("bool is not an arithmetic type");
+      } else {
+        if constexpr (std::is_same_v<Op, DivOp> && std::is_integral_v<T>) check_no_zero<T>(ctx, b);
+        run<T>(plan, a.data<T>(), b.data<T>(), out.data<T>());
+      }
+    });
+  }
+
+ private:
+  template <typename T>
+  static void check_no_zero(const KernelContext& ctx, const Tensor& divisor) {
+    const T* data = divisor.data<T>();
+    for (int64_t i = 0; i < divisor.num_elements(); ++i) {
+      if (data[i] == 0) ctx.fail("integer division by zero (divisor element " + std::to_string(i) + ")");
+    }
+  }
+
+  template <typename T>
+  static void run(const BroadcastPlan& plan, const T* a, const T* b, T* out) {
+    const int64_t sa = plan.inner_stride_a();
+    const int64_t sb = plan.inner_stride_b();
+    plan.for_each([&](int64_t out_offset, int64_t a_offset, int64_t b_offset, int64_t count) {
+      const T* pa = a + a_offset;
+      const T* pb = b + b_offset;
+      T* po = out + out_offset;
+      // The common unit-stride cases get their own loops so they vectorize.
+      if (sa == 1 && sb == 1) {
+        for (int64_t i = 0; i < count; ++i) po[i] = store<T>(Op::apply(load(pa[i]), load(pb[i])));
+      } else if (sa == 1) {
+        const ComputeType<T> vb = load(*pb);
+        for (int64_t i = 0; i < count; ++i) po[i] = store<T>(Op::apply(load(pa[i]), vb));
+      } else if (sb == 1) {
+        const ComputeType<T> va = load(*pa);
+        for (int64_t i = 0; i < count; ++i) po[i] = store<T>(Op::apply(va, load(pb[i])));
+      } else {
+        const T value = store<T>(Op::apply(load(*pa), load(*pb)));
+        for (int64_t i = 0; i < count; ++i) po[i] = value;
+      }
+    });
+  }
+
+  DType dtype_;
+};
+
+template <typename Op>
+KernelFactory factory() {
+  return [](const Node& node) { return std::make_unique<BinaryKernel<Op>>(node); };
+}
+
+}  // namespace
+
+void register_binary_cpu_kernels(KernelRegistry& registry) {
+  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
+                                      DType::kInt64};
+  registry.add("Add", DeviceType::kCpu, numeric, factory<AddOp>());
+  registry.add("Sub", DeviceType::kCpu, numeric, factory<SubOp>());
+  registry.add("Mul", DeviceType::kCpu, numeric, factory<MulOp>());
+  registry.add("Div", DeviceType::kCpu, numeric, factory<DivOp>());
+}
+
+}  // namespace weir

@@ -1,0 +1,11 @@
+// CPU kernels of the unary elementwise ops: Neg, Relu (numeric types),
+// Sigmoid, Tanh (floating types) and Identity (every type).
+#pragma once
+
+#include "ops/kernel.h"
+
+namespace weir {
+
+void register_unary_cpu_kernels(KernelRegistry& registry);
+
+}  // namespace weir

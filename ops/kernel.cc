@@ -1,0 +1,69 @@
+#include "ops/kernel.h"
+
+#include "core/error.h"
+
+namespace weir {
+
+KernelContext::KernelContext(const Node& node, std::vector<Tensor> inputs, Allocator& allocator)
+    : node_(node), inputs_(std::move(inputs)), outputs_(node.num_outputs()), allocator_(allocator) {}
+
+const Tensor& KernelContext::input(size_t index) const {
+  if (!has_input(index)) fail("input " + std::to_string(index) + " is absent");
+  return inputs_[index];
+}
+
+Tensor& KernelContext::allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes) {
+  if (index >= outputs_.size()) fail("kernel wrote output " + std::to_string(index) + " of " + std::to_string(outputs_.size()));
+  outputs_[index] = Tensor(dtype, std::move(sizes), allocator_);
+  return outputs_[index];
+}
+
+void KernelContext::set_output(size_t index, Tensor tensor) {
+  if (index >= outputs_.size()) fail("kernel wrote output " + std::to_string(index) + " of " + std::to_string(outputs_.size()));
+  outputs_[index] = std::move(tensor);
+}
+
+const Tensor& KernelContext::output(size_t index) const {
+  if (index >= outputs_.size()) fail("output " + std::to_string(index) + " does not exist");
+  return outputs_[index];
+}
+
+void KernelContext::fail(const std::string& message) const {
+  throw Error(ErrorKind::kShape, node_.op_type() + " '" + node_.name() + "': " + message).with_node(node_.name());
+}
+
+void KernelRegistry::add(const std::string& op_type, DeviceType device, const std::vector<DType>& dtypes,
+                         KernelFactory factory) {
+  for (DType dtype : dtypes) {
+    if (!factories_.emplace(std::make_tuple(op_type, device, dtype), factory).second) {
+      throw Error(ErrorKind::kInternal, "kernel for " + op_type + " (" + std::string(dtype_name(dtype)) +
+                                            ") is registered twice");
+    }
+  }
+}
+
+const KernelFactory* KernelRegistry::find(const std::string& op_type, DeviceType device, DType dtype) const {
+  auto it = factories_.find(std::make_tuple(op_type, device, dtype));
+  return it == factories_.end() ? nullptr : &it->second;
+}
+
+std::unique_ptr<OpKernel> KernelRegistry::create(const Node& node, DeviceType device) const {
+  DType dtype = kernel_dtype(node);
+  const KernelFactory* factory = find(node.op_type(), device, dtype);
+  if (factory == nullptr) {
+    throw Error(ErrorKind::kUnsupported,
+                "no " + std::string(device == DeviceType::kCpu ? "CPU" : "CUDA") + " kernel for " + node.op_type() +
+                    " with " + std::string(dtype_name(dtype)) + " inputs")
+        .with_node(node.name());
+  }
+  return (*factory)(node);
+}
+
+DType kernel_dtype(const Node& node) {
+  for (const Value* input : node.inputs()) {
+    if (input != nullptr && input->dtype() != DType::kUndefined) return input->dtype();
+  }
+  return node.num_outputs() > 0 ? node.output(0)->dtype() : DType::kUndefined;
+}
+
+}  // namespace weir

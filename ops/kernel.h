@@ -1,0 +1,93 @@
+// Kernels: the code that computes an op on one device for one dtype.
+//
+// A kernel is created once per node (when a plan is built), reading the
+// node's attributes and preparing whatever it can (oneDNN primitives, cuDNN
+// descriptors); compute() then runs many times. The registry maps
+// (op type, device type, dtype) to a factory. The dtype key is the dtype of
+// the node's first present input, which is what selects the arithmetic.
+//
+//   registry.add("Relu", DeviceType::kCpu, {DType::kFloat32},
+//                [](const Node& node) { return std::make_unique<ReluKernel>(node); });
+//
+//   std::unique_ptr<OpKernel> kernel = registry.create(node, DeviceType::kCpu);
+//   KernelContext ctx(node, {x}, cpu_allocator());
+//   kernel->compute(ctx);
+//   Tensor y = ctx.output(0);
+//
+// Kernels allocate their outputs through the context, because output sizes
+// with symbolic dims are only known at run time. They report bad input with
+// ctx.fail(), which names the op and node.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/device.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace weir {
+
+class KernelContext {
+ public:
+  // `inputs` follow the node's inputs; an undefined Tensor marks an absent optional input.
+  KernelContext(const Node& node, std::vector<Tensor> inputs, Allocator& allocator);
+
+  const Node& node() const { return node_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t index) const { return index < inputs_.size() && inputs_[index].defined(); }
+  const Tensor& input(size_t index) const;
+
+  // Allocates output `index` (zero-filled on the CPU) and returns it.
+  Tensor& allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes);
+  // Makes output `index` a tensor the kernel already has (a view, an input).
+  void set_output(size_t index, Tensor tensor);
+  size_t num_outputs() const { return outputs_.size(); }
+  const Tensor& output(size_t index) const;
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+  Allocator& allocator() const { return allocator_; }
+
+  // Throws weir::Error(kShape) "<op> '<node>': <message>", naming the node.
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  const Node& node_;
+  std::vector<Tensor> inputs_;
+  std::vector<Tensor> outputs_;
+  Allocator& allocator_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual void compute(KernelContext& ctx) = 0;
+};
+
+using KernelFactory = std::function<std::unique_ptr<OpKernel>(const Node& node)>;
+
+class KernelRegistry {
+ public:
+  // Registers `factory` for each dtype; throws when a key is taken twice.
+  void add(const std::string& op_type, DeviceType device, const std::vector<DType>& dtypes,
+           KernelFactory factory);
+  const KernelFactory* find(const std::string& op_type, DeviceType device, DType dtype) const;
+  // Creates the kernel for `node` on `device`; throws weir::Error(kUnsupported)
+  // naming the node, op, device and dtype when none is registered.
+  std::unique_ptr<OpKernel> create(const Node& node, DeviceType device) const;
+  size_t size() const { return factories_.size(); }
+
+ private:
+  std::map<std::tuple<std::string, DeviceType, DType>, KernelFactory> factories_;
+};
+
+// The dtype that selects a node's kernel: that of its first present input,
+// else of its first output.
+DType kernel_dtype(const Node& node);
+
+}  // namespace weir

@@ -1,0 +1,88 @@
+// Helpers for op tests: tensors of any dtype from doubles, values back as
+// doubles, and a one-node graph to run a kernel through.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/type_inference.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/graph_evaluator.h"
+#include "ops/register_ops.h"
+
+namespace weir::testing {
+
+inline int64_t count_of(const std::vector<int64_t>& sizes) {
+  int64_t count = 1;
+  for (int64_t size : sizes) count *= size;
+  return count;
+}
+
+// A tensor of `dtype` holding `values` (converted as a store would).
+inline Tensor make_tensor(DType dtype, const std::vector<double>& values, const std::vector<int64_t>& sizes) {
+  Tensor tensor(dtype, sizes);
+  dispatch_dtype(dtype, [&]<typename T>() {
+    T* data = tensor.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        data[i] = values[i] != 0;
+      } else {
+        data[i] = store<T>(static_cast<ComputeType<T>>(values[i]));
+      }
+    }
+  });
+  return tensor;
+}
+
+inline std::vector<double> to_doubles(const Tensor& tensor) {
+  std::vector<double> values(static_cast<size_t>(tensor.num_elements()));
+  dispatch_dtype(tensor.dtype(), [&]<typename T>() {
+    const T* data = tensor.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        values[i] = data[i] ? 1.0 : 0.0;
+      } else {
+        values[i] = static_cast<double>(load(data[i]));
+      }
+    }
+  });
+  return values;
+}
+
+// Random values suited to `dtype`: integers within a small range, floats in [low, high).
+inline std::vector<double> random_values(DType dtype, int64_t count, uint32_t seed, double low = -3.0, double high = 3.0) {
+  std::mt19937 engine(seed);
+  std::vector<double> values(static_cast<size_t>(count));
+  if (is_integer(dtype)) {
+    int lo = dtype == DType::kUInt8 ? 0 : -120;
+    std::uniform_int_distribution<int> distribution(lo, lo + 240);
+    for (double& value : values) value = distribution(engine);
+  } else {
+    std::uniform_real_distribution<double> distribution(low, high);
+    for (double& value : values) value = distribution(engine);
+  }
+  return values;
+}
+
+// Runs one `op_type` node on `inputs` through the kernel registry.
+inline std::vector<Tensor> run_op(const std::string& op_type, const std::vector<Tensor>& inputs,
+                                  std::map<std::string, Attribute> attributes = {}, size_t num_outputs = 1) {
+  Graph g("single_op");
+  std::vector<Value*> values;
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = "in" + std::to_string(i);
+    values.push_back(g.add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
+    feeds[name] = inputs[i];
+  }
+  Node* node = g.add_node(op_type, values, num_outputs, std::move(attributes), "op");
+  for (Value* output : node->outputs()) g.add_output(output);
+  infer_graph_types(g, default_op_registry());
+  return evaluate_graph(g, feeds);
+}
+
+}  // namespace weir::testing

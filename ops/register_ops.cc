@@ -5,6 +5,7 @@
 #include "ops/elementwise/elementwise_schemas.h"
 #include "ops/elementwise/unary_kernels.h"
 #include "ops/linalg/linalg_schemas.h"
+#include "ops/linalg/matmul_kernels.h"
 #include "ops/nn/softmax_schemas.h"
 
 namespace weir {
@@ -28,6 +29,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_binary_cpu_kernels(registry);
   register_unary_cpu_kernels(registry);
   register_elementwise_backward_cpu_kernels(registry);
+  register_matmul_cpu_kernels(registry);
 }
 
 const KernelRegistry& default_kernel_registry() {

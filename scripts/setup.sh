@@ -10,6 +10,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   # core: model format, logging
   libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
+  # ops: oneDNN for matmul/conv (its CMake config needs the OpenCL headers)
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -1,0 +1,51 @@
+// Batched matrix products through oneDNN, with primitives cached by problem.
+//
+//   DnnlMatmul matmul;
+//   // C[b] = alpha * op(A[b]) * op(B[b]) for b < batch; row-major, contiguous.
+//   matmul.run({.dtype = DType::kFloat32, .batch = 1, .m = 64, .k = 128, .n = 32}, a, b, c);
+//
+// oneDNN builds a primitive (it picks and JIT-compiles a kernel for the
+// shape and CPU) once per distinct problem; later runs reuse it. The cache is
+// guarded so one instance may run from several threads. f32 and bf16 run
+// natively (bf16 on AVX512-BF16 hardware); f16 inputs are widened to f32
+// first, since this CPU has no f16 arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "core/dtype.h"
+
+namespace weir {
+
+struct MatmulProblem {
+  DType dtype = DType::kFloat32;  // of A, B and C alike
+  int64_t batch = 1;
+  int64_t m = 0, k = 0, n = 0;
+  bool transpose_a = false;  // A stored as [k, m]
+  bool transpose_b = false;  // B stored as [n, k]
+  float alpha = 1.0f;
+
+  auto key() const { return std::make_tuple(dtype, batch, m, k, n, transpose_a, transpose_b, alpha); }
+};
+
+class DnnlMatmul {
+ public:
+  DnnlMatmul();
+  ~DnnlMatmul();
+  DnnlMatmul(const DnnlMatmul&) = delete;
+  DnnlMatmul& operator=(const DnnlMatmul&) = delete;
+
+  // True for dtypes oneDNN computes here (f32, bf16, f16 via f32).
+  static bool supports(DType dtype);
+  void run(const MatmulProblem& problem, const void* a, const void* b, void* c);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weir

@@ -1,0 +1,190 @@
+#include "ops/linalg/matmul_kernels.h"
+
+#include <type_traits>
+
+#include "ops/dtype_dispatch.h"
+#include "ops/elementwise/broadcast.h"
+#include "ops/linalg/dnnl_matmul.h"
+
+namespace weir {
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& sizes) {
+  int64_t count = 1;
+  for (int64_t size : sizes) count *= size;
+  return count;
+}
+
+// C[m, n] (+)= alpha * sum_k op(A)[m, k] * op(B)[k, n], accumulating in
+// f64 for floating types and i64 (wrapping on store) for integers.
+template <typename T>
+void reference_matmul(const MatmulProblem& p, const T* a, const T* b, T* c) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      Acc sum = 0;
+      for (int64_t k = 0; k < p.k; ++k) {
+        Acc x = static_cast<Acc>(load(a[p.transpose_a ? k * p.m + i : i * p.k + k]));
+        Acc y = static_cast<Acc>(load(b[p.transpose_b ? j * p.k + k : k * p.n + j]));
+        if constexpr (std::is_integral_v<T>) {
+          sum = static_cast<Acc>(static_cast<uint64_t>(sum) + static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+        } else {
+          sum += x * y;
+        }
+      }
+      if constexpr (std::is_integral_v<T>) {
+        // Gemm's alpha is a float even for integer inputs; scale, then truncate.
+        int64_t scaled = p.alpha == 1.0f ? sum : static_cast<int64_t>(p.alpha * static_cast<double>(sum));
+        c[i * p.n + j] = static_cast<T>(static_cast<uint64_t>(scaled));
+      } else {
+        c[i * p.n + j] = store<T>(static_cast<ComputeType<T>>(p.alpha * sum));
+      }
+    }
+  }
+}
+
+// Runs `problem` (batch included) on the right backend for its dtype.
+void run_matmul(DnnlMatmul& dnnl_matmul, const MatmulProblem& problem, const void* a, const void* b, void* c) {
+  if (DnnlMatmul::supports(problem.dtype)) {
+    dnnl_matmul.run(problem, a, b, c);
+    return;
+  }
+  dispatch_dtype(problem.dtype, [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* pa = static_cast<const T*>(a);
+      const T* pb = static_cast<const T*>(b);
+      T* pc = static_cast<T*>(c);
+      for (int64_t i = 0; i < problem.batch; ++i) {
+        reference_matmul<T>(problem, pa + i * problem.m * problem.k, pb + i * problem.k * problem.n,
+                            pc + i * problem.m * problem.n);
+      }
+    }
+  });
+}
+
+class MatMulKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
+    if (a.rank() == 0 || b.rank() == 0) ctx.fail("inputs must have rank >= 1, got " + a.type_string() + " and " + b.type_string());
+    // Promote 1-D operands to matrices, as NumPy does.
+    std::vector<int64_t> as = a.sizes(), bs = b.sizes();
+    bool a_vector = as.size() == 1, b_vector = bs.size() == 1;
+    if (a_vector) as.insert(as.begin(), 1);
+    if (b_vector) bs.push_back(1);
+    MatmulProblem p{.dtype = a.dtype(), .m = as[as.size() - 2], .k = as.back(), .n = bs.back()};
+    if (bs[bs.size() - 2] != p.k) {
+      ctx.fail("inner dimensions differ: " + a.type_string() + " x " + b.type_string() + " (" +
+               std::to_string(p.k) + " vs " + std::to_string(bs[bs.size() - 2]) + ")");
+    }
+    std::vector<int64_t> a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+    auto out_batch = broadcast_sizes(a_batch, b_batch);
+    if (!out_batch) ctx.fail("batch dimensions do not broadcast: " + a.type_string() + " x " + b.type_string());
+    std::vector<int64_t> out_sizes = *out_batch;
+    if (!a_vector) out_sizes.push_back(p.m);
+    if (!b_vector) out_sizes.push_back(p.n);
+    Tensor& out = ctx.allocate_output(0, a.dtype(), out_sizes);
+
+    const size_t element = dtype_size(a.dtype());
+    const auto* pa = static_cast<const char*>(a.raw_data());
+    const auto* pb = static_cast<const char*>(b.raw_data());
+    auto* pc = static_cast<char*>(out.raw_data());
+    if (product(b_batch) == 1) {
+      // B is one matrix: fold A's batch into its rows, one large product.
+      p.m *= product(a_batch);
+      run_matmul(matmul_, p, pa, pb, pc);
+    } else if (product(a_batch) == product(*out_batch) && product(b_batch) == product(*out_batch)) {
+      p.batch = product(*out_batch);  // same batch on both sides
+      run_matmul(matmul_, p, pa, pb, pc);
+    } else {
+      // General broadcast of batch axes: one product per output batch item.
+      BroadcastPlan plan(*out_batch, a_batch, b_batch);
+      const int64_t a_step = p.m * p.k, b_step = p.k * p.n, c_step = p.m * p.n;
+      plan.for_each([&](int64_t out_item, int64_t a_item, int64_t b_item, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) {
+          run_matmul(matmul_, p, pa + (a_item + i * plan.inner_stride_a()) * a_step * element,
+                     pb + (b_item + i * plan.inner_stride_b()) * b_step * element,
+                     pc + (out_item + i) * c_step * element);
+        }
+      });
+    }
+  }
+
+ private:
+  DnnlMatmul matmul_;
+};
+
+class GemmKernel final : public OpKernel {
+ public:
+  explicit GemmKernel(const Node& node)
+      : alpha_(attr_or(node, "alpha", 1.0)), beta_(attr_or(node, "beta", 1.0)),
+        transpose_a_(node.has_attr("transA") && node.attr("transA").i() != 0),
+        transpose_b_(node.has_attr("transB") && node.attr("transB").i() != 0) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.rank() != 2 || b.rank() != 2 || a.dtype() != b.dtype()) {
+      ctx.fail("needs 2-D A and B of one dtype, got " + a.type_string() + " and " + b.type_string());
+    }
+    MatmulProblem p{.dtype = a.dtype(),
+                    .m = a.sizes()[transpose_a_ ? 1 : 0],
+                    .k = a.sizes()[transpose_a_ ? 0 : 1],
+                    .n = b.sizes()[transpose_b_ ? 0 : 1],
+                    .transpose_a = transpose_a_,
+                    .transpose_b = transpose_b_,
+                    .alpha = static_cast<float>(alpha_)};
+    int64_t k_b = b.sizes()[transpose_b_ ? 1 : 0];
+    if (k_b != p.k) {
+      ctx.fail("inner dimensions differ: op(A) is [" + std::to_string(p.m) + "," + std::to_string(p.k) +
+               "], op(B) is [" + std::to_string(k_b) + "," + std::to_string(p.n) + "]");
+    }
+    Tensor& out = ctx.allocate_output(0, a.dtype(), {p.m, p.n});
+    run_matmul(matmul_, p, a.raw_data(), b.raw_data(), out.raw_data());
+    if (ctx.has_input(2) && beta_ != 0.0) add_scaled_c(ctx, ctx.input(2), out);
+  }
+
+ private:
+  static double attr_or(const Node& node, const char* name, double fallback) {
+    return node.has_attr(name) ? node.attr(name).f() : fallback;
+  }
+
+  // out += beta * C, with C broadcast to [m, n].
+  void add_scaled_c(const KernelContext& ctx, const Tensor& c, Tensor& out) const {
+    auto broadcast = broadcast_sizes(out.sizes(), c.sizes());
+    if (c.dtype() != out.dtype() || !broadcast || *broadcast != out.sizes()) {
+      ctx.fail("C " + c.type_string() + " does not broadcast to the product " + out.type_string());
+    }
+    BroadcastPlan plan(out.sizes(), out.sizes(), c.sizes());
+    dispatch_dtype(out.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        T* y = out.data<T>();
+        const T* pc = c.data<T>();
+        const auto beta = static_cast<ComputeType<T>>(beta_);
+        plan.for_each([&](int64_t offset, int64_t, int64_t c_offset, int64_t count) {
+          for (int64_t i = 0; i < count; ++i) {
+            y[offset + i] = store<T>(load(y[offset + i]) + beta * load(pc[c_offset + i * plan.inner_stride_b()]));
+          }
+        });
+      }
+    });
+  }
+
+  double alpha_, beta_;
+  bool transpose_a_, transpose_b_;
+  DnnlMatmul matmul_;
+};
+
+}  // namespace
+
+void register_matmul_cpu_kernels(KernelRegistry& registry) {
+  const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                    DType::kInt32,   DType::kInt64};
+  registry.add("MatMul", DeviceType::kCpu, types, [](const Node&) { return std::make_unique<MatMulKernel>(); });
+  registry.add("Gemm", DeviceType::kCpu, types, [](const Node& node) { return std::make_unique<GemmKernel>(node); });
+}
+
+}  // namespace weir

@@ -50,17 +50,21 @@ Storage::~Storage() {
   if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
 }
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> sizes, Allocator& allocator)
-    : dtype_(dtype), sizes_(std::move(sizes)) {
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> sizes, Allocator& allocator) {
   if (dtype == DType::kUndefined) {
     throw Error(ErrorKind::kInvalidArgument, "cannot create a tensor of undefined dtype");
   }
-  num_elements_ = checked_count(sizes_);
-  size_t bytes = checked_bytes(dtype_, num_elements_);
-  storage_ = std::make_shared<Storage>(allocator, bytes);
-  if (bytes > 0 && allocator.device().type == DeviceType::kCpu) {
-    std::memset(storage_->data(), 0, bytes);
-  }
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.sizes_ = std::move(sizes);
+  tensor.num_elements_ = checked_count(tensor.sizes_);
+  tensor.storage_ = std::make_shared<Storage>(allocator, checked_bytes(dtype, tensor.num_elements_));
+  return tensor;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> sizes, Allocator& allocator)
+    : Tensor(uninitialized(dtype, std::move(sizes), allocator)) {
+  if (nbytes() > 0 && allocator.device().type == DeviceType::kCpu) std::memset(storage_->data(), 0, nbytes());
 }
 
 Tensor Tensor::wrap(DType dtype, std::vector<int64_t> sizes, void* data, Device device,

@@ -73,6 +73,9 @@ class Tensor {
   Tensor() = default;  // undefined: no dtype, no storage
   // Owned, zero-filled when the allocator's device is a CPU.
   Tensor(DType dtype, std::vector<int64_t> sizes, Allocator& allocator = cpu_allocator());
+  // Owned, contents unspecified: for outputs a kernel overwrites entirely,
+  // where zero-filling first would only add memory traffic.
+  static Tensor uninitialized(DType dtype, std::vector<int64_t> sizes, Allocator& allocator = cpu_allocator());
   // External memory of exactly dtype_size * num_elements bytes; `keep_alive`
   // is held as long as any view of this tensor lives.
   static Tensor wrap(DType dtype, std::vector<int64_t> sizes, void* data, Device device,

@@ -12,9 +12,10 @@ const Tensor& KernelContext::input(size_t index) const {
   return inputs_[index];
 }
 
-Tensor& KernelContext::allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes) {
+Tensor& KernelContext::allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes, Fill fill) {
   if (index >= outputs_.size()) fail("kernel wrote output " + std::to_string(index) + " of " + std::to_string(outputs_.size()));
-  outputs_[index] = Tensor(dtype, std::move(sizes), allocator_);
+  outputs_[index] = fill == Fill::kZeros ? Tensor(dtype, std::move(sizes), allocator_)
+                                         : Tensor::uninitialized(dtype, std::move(sizes), allocator_);
   return outputs_[index];
 }
 

@@ -43,8 +43,10 @@ class KernelContext {
   bool has_input(size_t index) const { return index < inputs_.size() && inputs_[index].defined(); }
   const Tensor& input(size_t index) const;
 
-  // Allocates output `index` (zero-filled on the CPU) and returns it.
-  Tensor& allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes);
+  enum class Fill { kZeros, kUninitialized };
+  // Allocates output `index` and returns it: zero-filled on the CPU, or left
+  // uninitialized by a kernel that writes every element.
+  Tensor& allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes, Fill fill = Fill::kZeros);
   // Makes output `index` a tensor the kernel already has (a view, an input).
   void set_output(size_t index, Tensor tensor);
   size_t num_outputs() const { return outputs_.size(); }

@@ -34,7 +34,7 @@ class ActivationGradKernel final : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const Tensor& saved = ctx.input(1);
     check_same_type(ctx, dy, saved);
-    Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.sizes());
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(dy.dtype(), [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
         const T* g = dy.data<T>();

@@ -5,6 +5,7 @@
 
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/threading.h"
 
 namespace weir {
 
@@ -59,14 +60,18 @@ class BinaryKernel final : public OpKernel {
     }
     auto out_sizes = broadcast_sizes(a.sizes(), b.sizes());
     if (!out_sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
-    Tensor& out = ctx.allocate_output(0, dtype_, *out_sizes);
+    Tensor& out = ctx.allocate_output(0, dtype_, *out_sizes, KernelContext::Fill::kUninitialized);
     BroadcastPlan plan(*out_sizes, a.sizes(), b.sizes());
     dispatch_dtype(dtype_, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
         ctx.fail("bool is not an arithmetic type");
       } else {
         if constexpr (std::is_same_v<Op, DivOp> && std::is_integral_v<T>) check_no_zero<T>(ctx, b);
-        run<T>(plan, a.data<T>(), b.data<T>(), out.data<T>());
+        const T* pa = a.data<T>();
+        const T* pb = b.data<T>();
+        T* po = out.data<T>();
+        parallel_for(plan.num_elements(), kElementwiseGrain,
+                     [&](int64_t begin, int64_t end) { run<T>(plan, begin, end, pa, pb, po); });
       }
     });
   }
@@ -81,10 +86,10 @@ class BinaryKernel final : public OpKernel {
   }
 
   template <typename T>
-  static void run(const BroadcastPlan& plan, const T* a, const T* b, T* out) {
+  static void run(const BroadcastPlan& plan, int64_t begin, int64_t end, const T* a, const T* b, T* out) {
     const int64_t sa = plan.inner_stride_a();
     const int64_t sb = plan.inner_stride_b();
-    plan.for_each([&](int64_t out_offset, int64_t a_offset, int64_t b_offset, int64_t count) {
+    plan.for_each_in(begin, end, [&](int64_t out_offset, int64_t a_offset, int64_t b_offset, int64_t count) {
       const T* pa = a + a_offset;
       const T* pb = b + b_offset;
       T* po = out + out_offset;

@@ -14,6 +14,7 @@
 // over the large tensor, with the small one as the broadcast operand.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -34,7 +35,12 @@ class BroadcastPlan {
   // Calls fn(out_offset, a_offset, b_offset, count) for each inner run, in
   // output order; element i of a run is at a_offset + i * inner_stride_a().
   template <typename Fn>
-  void for_each(Fn&& fn) const;
+  void for_each(Fn&& fn) const { for_each_in(0, num_elements_, fn); }
+
+  // The same, restricted to output elements [begin, end): runs are cut at
+  // both ends. Disjoint ranges can run on different threads.
+  template <typename Fn>
+  void for_each_in(int64_t begin, int64_t end, Fn&& fn) const;
 
  private:
   std::vector<int64_t> sizes_;     // collapsed outer axes (the inner axis excluded)
@@ -47,14 +53,26 @@ class BroadcastPlan {
 };
 
 template <typename Fn>
-void BroadcastPlan::for_each(Fn&& fn) const {
-  if (num_elements_ == 0) return;
+void BroadcastPlan::for_each_in(int64_t begin, int64_t end, Fn&& fn) const {
+  if (begin >= end) return;
   const size_t rank = sizes_.size();
+  // Position the odometer at the run that holds `begin`.
   std::vector<int64_t> index(rank, 0);
+  int64_t run = begin / inner_size_;
   int64_t a_offset = 0;
   int64_t b_offset = 0;
-  for (int64_t out_offset = 0; out_offset < num_elements_; out_offset += inner_size_) {
-    fn(out_offset, a_offset, b_offset, inner_size_);
+  for (size_t axis = rank; axis-- > 0;) {
+    index[axis] = run % sizes_[axis];
+    run /= sizes_[axis];
+    a_offset += index[axis] * stride_a_[axis];
+    b_offset += index[axis] * stride_b_[axis];
+  }
+  int64_t within = begin % inner_size_;
+  for (int64_t position = begin; position < end;) {
+    int64_t count = std::min(inner_size_ - within, end - position);
+    fn(position, a_offset + within * inner_stride_a_, b_offset + within * inner_stride_b_, count);
+    position += count;
+    within = 0;
     // Advance the outer index like an odometer, updating offsets incrementally.
     for (size_t axis = rank; axis-- > 0;) {
       if (++index[axis] < sizes_[axis]) {

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/threading.h"
 
 namespace weir {
 
@@ -45,14 +46,16 @@ class UnaryKernel final : public OpKernel {
       ctx.fail("input is " + std::string(dtype_name(x.dtype())) + "; this kernel was built for " +
                std::string(dtype_name(dtype_)));
     }
-    Tensor& y = ctx.allocate_output(0, dtype_, x.sizes());
+    Tensor& y = ctx.allocate_output(0, dtype_, x.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(dtype_, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
         ctx.fail("bool is not an arithmetic type");
       } else {
         const T* in = x.data<T>();
         T* out = y.data<T>();
-        for (int64_t i = 0; i < x.num_elements(); ++i) out[i] = store<T>(Op::apply(load(in[i])));
+        parallel_for(x.num_elements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) out[i] = store<T>(Op::apply(load(in[i])));
+        });
       }
     });
   }

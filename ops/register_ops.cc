@@ -7,6 +7,8 @@
 #include "ops/linalg/linalg_schemas.h"
 #include "ops/linalg/matmul_kernels.h"
 #include "ops/nn/softmax_schemas.h"
+#include "ops/tensor/tensor_kernels.h"
+#include "ops/tensor/tensor_schemas.h"
 
 namespace weir {
 
@@ -14,6 +16,7 @@ void register_all_ops(OpRegistry& registry) {
   register_elementwise_schemas(registry);
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
+  register_tensor_schemas(registry);
 }
 
 const OpRegistry& default_op_registry() {
@@ -30,6 +33,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_unary_cpu_kernels(registry);
   register_elementwise_backward_cpu_kernels(registry);
   register_matmul_cpu_kernels(registry);
+  register_tensor_cpu_kernels(registry);
 }
 
 const KernelRegistry& default_kernel_registry() {

@@ -1,6 +1,7 @@
 #include "ops/elementwise/elementwise_schemas.h"
 
 #include "core/graph.h"
+#include "ops/gradient_util.h"
 #include "ops/shape_inference.h"
 
 namespace weir {
@@ -21,12 +22,11 @@ void infer_broadcast(InferenceContext& ctx) {
 
 // The gradient flowing into input `index`: `grad` summed over the axes along
 // which that input was broadcast. When input and output shapes are equal
-// (same sizes or same symbols) nothing was broadcast and `grad` is returned.
+// (same sizes or same symbols) nothing was broadcast.
 Value* sum_to_input(GradientContext& ctx, Value* grad, size_t index) {
   const Value* input = ctx.node().input(index);
-  const Value* output = ctx.node().output(0);
-  if (input->shape().has_rank() && input->shape() == output->shape()) return grad;
-  return ctx.emit("SumToShape", {grad, ctx.node().input(index)})[0];
+  bool same_shape = input->shape().has_rank() && input->shape() == ctx.node().output(0)->shape();
+  return sum_to_input_shape(ctx, grad, index, /*broadcast=*/!same_shape);
 }
 
 void add_gradient(GradientContext& ctx) {

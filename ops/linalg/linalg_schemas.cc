@@ -1,5 +1,8 @@
 #include "ops/linalg/linalg_schemas.h"
 
+#include "core/error.h"
+#include "core/graph.h"
+#include "ops/gradient_util.h"
 #include "ops/shape_inference.h"
 
 namespace weir {
@@ -64,6 +67,69 @@ void infer_gemm(InferenceContext& ctx) {
   ctx.set_output_type(0, TensorType{a->dtype, out});
 }
 
+// Transpose of the last two axes of a rank-`rank` value.
+Value* swap_last_two(GradientContext& ctx, Value* value, int64_t rank) {
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = i;
+  std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
+  return ctx.emit("Transpose", {value}, 1, {{"perm", Attribute(perm)}})[0];
+}
+
+// Y = A B: dA = dY B^T and dB = A^T dY, each summed over the batch axes its
+// input was broadcast along.
+void matmul_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  Value* a = ctx.node().input(0);
+  Value* b = ctx.node().input(1);
+  const Shape& y = ctx.node().output(0)->shape();
+  if (!a->shape().has_rank() || !b->shape().has_rank() || !y.has_rank()) {
+    throw Error(ErrorKind::kUnsupported, "MatMul gradient needs inputs of known rank").with_node(ctx.node().name());
+  }
+  int64_t rank_a = a->shape().rank(), rank_b = b->shape().rank();
+  if (rank_a < 2 || rank_b < 2) {
+    throw Error(ErrorKind::kUnsupported, "MatMul gradient of a 1-D operand is not implemented yet; reshape it to 2-D")
+        .with_node(ctx.node().name());
+  }
+  // An input was broadcast when its batch axes differ from the output's.
+  auto batch = [](const Shape& shape) { return std::vector<Dim>(shape.dims().begin(), shape.dims().end() - 2); };
+  Value* full_da = ctx.emit("MatMul", {grad, swap_last_two(ctx, b, rank_b)})[0];
+  Value* full_db = ctx.emit("MatMul", {swap_last_two(ctx, a, rank_a), grad})[0];
+  ctx.set_input_grad(0, sum_to_input_shape(ctx, full_da, 0, batch(a->shape()) != batch(y)));
+  ctx.set_input_grad(1, sum_to_input_shape(ctx, full_db, 1, batch(b->shape()) != batch(y)));
+}
+
+// Y = alpha op(A) op(B) + beta C. Each product gradient is one Gemm whose
+// transpose flags undo op(); C's is beta dY summed to C's shape.
+void gemm_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  const Node& node = ctx.node();
+  auto flag = [&](const char* name) { return node.has_attr(name) ? node.attr(name).i() : int64_t{0}; };
+  double alpha = node.has_attr("alpha") ? node.attr("alpha").f() : 1.0;
+  double beta = node.has_attr("beta") ? node.attr("beta").f() : 1.0;
+  int64_t trans_a = flag("transA"), trans_b = flag("transB");
+  Value* a = node.input(0);
+  Value* b = node.input(1);
+  auto gemm = [&](Value* x, Value* y, int64_t tx, int64_t ty) {
+    return ctx.emit("Gemm", {x, y}, 1, {{"alpha", Attribute(alpha)}, {"transA", Attribute(tx)}, {"transB", Attribute(ty)}})[0];
+  };
+  // dA = alpha dY op(B)^T, stored transposed when transA.
+  ctx.set_input_grad(0, trans_a ? gemm(b, grad, trans_b, 1) : gemm(grad, b, 0, 1 - trans_b));
+  // dB = alpha op(A)^T dY, stored transposed when transB.
+  ctx.set_input_grad(1, trans_b ? gemm(grad, a, 1, trans_a) : gemm(a, grad, 1 - trans_a, 0));
+  if (node.num_inputs() > 2 && node.input(2) != nullptr) {
+    Value* scaled = grad;
+    if (beta != 1.0) {
+      scaled = ctx.emit("Mul", {grad, scalar_constant(ctx.graph(), grad->dtype() == DType::kUndefined
+                                                                       ? node.output(0)->dtype() : grad->dtype(),
+                                                      beta, node.name() + "_beta")})[0];
+    }
+    bool same = node.input(2)->shape().has_rank() && node.input(2)->shape() == node.output(0)->shape();
+    ctx.set_input_grad(2, sum_to_input_shape(ctx, scaled, 2, !same));
+  }
+}
+
 }  // namespace
 
 void register_linalg_schemas(OpRegistry& registry) {
@@ -73,6 +139,7 @@ void register_linalg_schemas(OpRegistry& registry) {
       .output("Y", "T")
       .type_constraint("T", kMatmulTypes)
       .infer(infer_matmul)
+      .gradient(matmul_gradient)
       .doc("Matrix product with NumPy semantics: batched, broadcast, 1-D operands promoted");
   registry.add(std::move(matmul));
 
@@ -87,6 +154,7 @@ void register_linalg_schemas(OpRegistry& registry) {
       .attr("transA", AttrType::kInt, Attribute(0))
       .attr("transB", AttrType::kInt, Attribute(0))
       .infer(infer_gemm)
+      .gradient(gemm_gradient)
       .doc("Y = alpha * op(A) * op(B) + beta * C, op transposing when transA/transB is set");
   registry.add(std::move(gemm));
 }

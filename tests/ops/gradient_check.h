@@ -29,7 +29,8 @@ inline double weighted_sum(const std::string& op_type, const std::vector<Tensor>
   return sum;
 }
 
-// `inputs` must be f64. Checks every input the rule gives a gradient for,
+// Inputs of f64 are differentiated; others are constants. Checks every input
+// the rule gives a gradient for,
 // and that the rule gives one for each input listed in `differentiable`.
 inline void check_gradient(const std::string& op_type, const std::vector<Tensor>& inputs,
                            const std::vector<size_t>& differentiable,
@@ -40,6 +41,12 @@ inline void check_gradient(const std::string& op_type, const std::vector<Tensor>
   std::map<std::string, Tensor> feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = "x" + std::to_string(i);
+    // Non-f64 inputs (shapes, indices) are constants: not differentiated, and
+    // visible to shape inference.
+    if (inputs[i].dtype() != DType::kFloat64) {
+      values.push_back(g.add_constant(name, inputs[i]));
+      continue;
+    }
     values.push_back(g.add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
     feeds[name] = inputs[i];
   }

@@ -1,0 +1,26 @@
+#include "ops/gradient_util.h"
+
+#include <type_traits>
+
+#include "ops/dtype_dispatch.h"
+
+namespace weir {
+
+Value* sum_to_input_shape(GradientContext& ctx, Value* grad, size_t index, bool broadcast) {
+  if (!broadcast) return grad;
+  return ctx.emit("SumToShape", {grad, ctx.node().input(index)})[0];
+}
+
+Value* scalar_constant(Graph& graph, DType dtype, double value, const std::string& name_prefix) {
+  Tensor scalar(dtype, {});
+  dispatch_dtype(dtype, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      scalar.data<bool>()[0] = value != 0;
+    } else {
+      scalar.data<T>()[0] = store<T>(static_cast<ComputeType<T>>(value));
+    }
+  });
+  return graph.add_constant(graph.unique_name(name_prefix), scalar);
+}
+
+}  // namespace weir

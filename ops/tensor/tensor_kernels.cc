@@ -1,0 +1,145 @@
+#include "ops/tensor/tensor_kernels.h"
+
+#include <cstring>
+
+#include "ops/threading.h"
+
+namespace weir {
+
+namespace {
+
+std::string list_string(const std::vector<int64_t>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? "," : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+class ShapeKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    const std::vector<int64_t>& sizes = ctx.input(0).sizes();
+    Tensor& out = ctx.allocate_output(0, DType::kInt64, {static_cast<int64_t>(sizes.size())});
+    if (!sizes.empty()) std::memcpy(out.raw_data(), sizes.data(), sizes.size() * sizeof(int64_t));
+  }
+};
+
+class ReshapeKernel final : public OpKernel {
+ public:
+  explicit ReshapeKernel(const Node& node) : allow_zero_(node.has_attr("allowzero") && node.attr("allowzero").i() != 0) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& data = ctx.input(0);
+    const Tensor& shape = ctx.input(1);
+    if (shape.dtype() != DType::kInt64 || shape.rank() != 1) ctx.fail("shape must be a 1-D i64 tensor, got " + shape.type_string());
+    std::vector<int64_t> requested(shape.data<int64_t>(), shape.data<int64_t>() + shape.num_elements());
+    std::vector<int64_t> sizes = requested;
+    int64_t known = 1;
+    int inferred = -1;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == 0 && !allow_zero_) {
+        if (i >= data.sizes().size()) ctx.fail("shape " + list_string(requested) + " copies axis " + std::to_string(i) + " of " + data.type_string());
+        sizes[i] = data.sizes()[i];
+      }
+      if (sizes[i] == -1) {
+        if (inferred >= 0) ctx.fail("shape " + list_string(requested) + " has more than one -1");
+        inferred = static_cast<int>(i);
+        continue;
+      }
+      if (sizes[i] < 0) ctx.fail("shape " + list_string(requested) + " has a negative entry other than -1");
+      if (__builtin_mul_overflow(known, sizes[i], &known)) ctx.fail("shape " + list_string(requested) + " overflows");
+    }
+    if (inferred >= 0) {
+      if (known == 0 || data.num_elements() % known != 0) {
+        ctx.fail("cannot infer the -1 in " + list_string(requested) + " for " + data.type_string());
+      }
+      sizes[static_cast<size_t>(inferred)] = data.num_elements() / known;
+    } else if (known != data.num_elements()) {
+      ctx.fail("cannot reshape " + data.type_string() + " (" + std::to_string(data.num_elements()) + " elements) to " +
+               list_string(sizes));
+    }
+    ctx.set_output(0, data.reshape(sizes));
+  }
+
+ private:
+  bool allow_zero_;
+};
+
+class TransposeKernel final : public OpKernel {
+ public:
+  explicit TransposeKernel(const Node& node) {
+    if (node.has_attr("perm")) perm_ = node.attr("perm").ints();
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const size_t rank = x.sizes().size();
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty() && rank > 0) {
+      for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    }
+    std::vector<bool> seen(rank, false);
+    bool valid = perm.size() == rank;
+    for (int64_t axis : perm) {
+      valid = valid && axis >= 0 && axis < static_cast<int64_t>(rank) && !seen[static_cast<size_t>(axis)];
+      if (valid) seen[static_cast<size_t>(axis)] = true;
+    }
+    if (!valid) ctx.fail("perm " + list_string(perm) + " is not a permutation of the axes of " + x.type_string());
+
+    std::vector<int64_t> in_strides(rank, 1);
+    for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * x.sizes()[i];
+    std::vector<int64_t> out_sizes(rank), strides(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      out_sizes[i] = x.sizes()[static_cast<size_t>(perm[i])];
+      strides[i] = in_strides[static_cast<size_t>(perm[i])];  // input stride of output axis i
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), out_sizes, KernelContext::Fill::kUninitialized);
+    switch (dtype_size(x.dtype())) {
+      case 1: copy<uint8_t>(x, y, out_sizes, strides); break;
+      case 2: copy<uint16_t>(x, y, out_sizes, strides); break;
+      case 4: copy<uint32_t>(x, y, out_sizes, strides); break;
+      default: copy<uint64_t>(x, y, out_sizes, strides); break;
+    }
+  }
+
+ private:
+  // Gathers the output in order; the innermost output axis walks the input
+  // with that axis's stride. Rows are split across threads.
+  template <typename Word>
+  static void copy(const Tensor& x, Tensor& y, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+    const Word* in = static_cast<const Word*>(x.raw_data());
+    Word* out = static_cast<Word*>(y.raw_data());
+    if (y.num_elements() == 0) return;
+    if (sizes.empty()) {
+      out[0] = in[0];
+      return;
+    }
+    const size_t rank = sizes.size();
+    const int64_t inner = sizes.back();
+    const int64_t inner_stride = strides.back();
+    const int64_t rows = y.num_elements() / inner;
+    parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(inner, 1)), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t offset = 0, rest = row;
+        for (size_t axis = rank - 1; axis-- > 0;) {
+          offset += (rest % sizes[axis]) * strides[axis];
+          rest /= sizes[axis];
+        }
+        Word* dst = out + row * inner;
+        for (int64_t i = 0; i < inner; ++i) dst[i] = in[offset + i * inner_stride];
+      }
+    });
+  }
+
+  std::vector<int64_t> perm_;
+};
+
+}  // namespace
+
+void register_tensor_cpu_kernels(KernelRegistry& registry) {
+  const std::vector<DType> all(std::begin(kAllDTypes), std::end(kAllDTypes));
+  registry.add("Shape", DeviceType::kCpu, all, [](const Node&) { return std::make_unique<ShapeKernel>(); });
+  registry.add("Reshape", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<ReshapeKernel>(node); });
+  registry.add("Transpose", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<TransposeKernel>(node); });
+}
+
+}  // namespace weir

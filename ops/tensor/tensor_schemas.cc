@@ -1,0 +1,184 @@
+#include "ops/tensor/tensor_schemas.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/graph.h"
+#include "ops/shape_inference.h"
+
+namespace weir {
+
+namespace {
+
+const std::vector<DType> kAnyType = {std::begin(kAllDTypes), std::end(kAllDTypes)};
+
+std::string list_string(const std::vector<int64_t>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? "," : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+// Output sizes of Reshape for `input` and requested `shape` (0 copies a dim
+// unless allowzero, -1 is inferred). Dims that cannot be known statically
+// become a symbol named after the node. Fails via ctx on a bad request.
+Shape reshape_result(const Shape& input, const std::vector<int64_t>& shape, bool allow_zero, InferenceContext& ctx) {
+  std::vector<Dim> dims;
+  int inferred_axis = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred_axis >= 0) ctx.fail("shape " + list_string(shape) + " has more than one -1");
+      inferred_axis = static_cast<int>(i);
+      dims.push_back(Dim(1));  // placeholder
+    } else if (shape[i] == 0 && !allow_zero) {
+      if (!input.has_rank() || i >= input.dims().size()) {
+        if (!input.has_rank()) return Shape::unknown_rank();
+        ctx.fail("shape entry " + std::to_string(i) + " is 0 (copy) but the input has rank " + std::to_string(input.rank()));
+      }
+      dims.push_back(input[i]);
+    } else if (shape[i] < 0) {
+      ctx.fail("shape entry " + std::to_string(i) + " is " + std::to_string(shape[i]) + "; only -1 may be negative");
+    } else {
+      dims.push_back(Dim(shape[i]));
+    }
+  }
+  if (inferred_axis >= 0) {
+    int64_t known = 1;
+    bool all_static = input.is_static();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (static_cast<int>(i) == inferred_axis) continue;
+      if (dims[i].is_static()) {
+        known *= dims[i].size();
+      } else {
+        all_static = false;
+      }
+    }
+    if (all_static) {
+      int64_t total = input.num_elements();
+      if (known == 0 || total % known != 0) {
+        ctx.fail("cannot reshape " + input.to_string() + " (" + std::to_string(total) + " elements) with -1 into groups of " +
+                 std::to_string(known));
+      }
+      dims[static_cast<size_t>(inferred_axis)] = Dim(total / known);
+    } else {
+      dims[static_cast<size_t>(inferred_axis)] = Dim::symbol(ctx.node().name() + ":" + std::to_string(inferred_axis));
+    }
+  }
+  Shape result(std::move(dims));
+  if (input.is_static() && result.is_static() && input.num_elements() != result.num_elements()) {
+    ctx.fail("cannot reshape " + input.to_string() + " (" + std::to_string(input.num_elements()) + " elements) to " +
+             result.to_string() + " (" + std::to_string(result.num_elements()) + " elements)");
+  }
+  return result;
+}
+
+void infer_reshape(InferenceContext& ctx) {
+  const TensorType* data = ctx.input_type(0);
+  const TensorType* shape = ctx.input_type(1);
+  if (data == nullptr || shape == nullptr) return;
+  if (shape->shape.has_rank() && shape->shape.rank() != 1) ctx.fail("shape must be 1-D, got " + shape->shape.to_string());
+  const Tensor* constant = ctx.input_constant(1);
+  if (constant == nullptr) {
+    // Only the rank is known: the shape tensor's length.
+    if (shape->shape.has_rank() && shape->shape[0].is_static()) {
+      std::vector<Dim> dims;
+      for (int64_t i = 0; i < shape->shape[0].size(); ++i) dims.push_back(Dim::symbol(ctx.node().name() + ":" + std::to_string(i)));
+      ctx.set_output_type(0, TensorType{data->dtype, Shape(std::move(dims))});
+    } else {
+      ctx.set_output_type(0, TensorType{data->dtype, Shape::unknown_rank()});
+    }
+    return;
+  }
+  std::vector<int64_t> requested(constant->data<int64_t>(), constant->data<int64_t>() + constant->num_elements());
+  ctx.set_output_type(0, TensorType{data->dtype, reshape_result(data->shape, requested, ctx.attr_int("allowzero") != 0, ctx)});
+}
+
+std::vector<int64_t> transpose_perm(const InferenceContext& ctx, int64_t rank) {
+  std::vector<int64_t> perm;
+  if (ctx.node().has_attr("perm")) {
+    perm = ctx.attr_ints("perm");
+  } else {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(static_cast<size_t>(rank));
+  std::iota(identity.begin(), identity.end(), 0);
+  if (sorted != identity) {
+    ctx.fail("perm " + list_string(perm) + " is not a permutation of the " + std::to_string(rank) + " axes");
+  }
+  return perm;
+}
+
+void infer_transpose(InferenceContext& ctx) {
+  const TensorType* input = ctx.input_type(0);
+  if (input == nullptr) return;
+  if (!input->shape.has_rank()) {
+    ctx.set_output_type(0, *input);
+    return;
+  }
+  std::vector<int64_t> perm = transpose_perm(ctx, input->shape.rank());
+  std::vector<Dim> dims;
+  for (int64_t axis : perm) dims.push_back(input->shape[static_cast<size_t>(axis)]);
+  ctx.set_output_type(0, TensorType{input->dtype, Shape(std::move(dims))});
+}
+
+}  // namespace
+
+void register_tensor_schemas(OpRegistry& registry) {
+  OpSchema shape("Shape");
+  shape.input("data", "T")
+      .output("shape", "I")
+      .type_constraint("T", kAnyType)
+      .type_constraint("I", {DType::kInt64})
+      .infer([](InferenceContext& ctx) {
+        const TensorType* data = ctx.input_type(0);
+        if (data == nullptr) return;
+        Shape out = data->shape.has_rank() ? Shape{data->shape.rank()} : Shape{Dim::symbol(ctx.node().name() + ":rank")};
+        ctx.set_output_type(0, TensorType{DType::kInt64, out});
+      })
+      .doc("The input's sizes as a 1-D i64 tensor");
+  registry.add(std::move(shape));
+
+  OpSchema reshape("Reshape");
+  reshape.input("data", "T")
+      .input("shape", "I")
+      .output("reshaped", "T")
+      .type_constraint("T", kAnyType)
+      .type_constraint("I", {DType::kInt64})
+      .attr("allowzero", AttrType::kInt, Attribute(0))
+      .traits(OpTrait::kInplaceable)
+      .infer(infer_reshape)
+      .gradient([](GradientContext& ctx) {
+        Value* grad = ctx.output_grad(0);
+        if (grad == nullptr) return;
+        Value* original = ctx.emit("Shape", {ctx.node().input(0)})[0];
+        ctx.set_input_grad(0, ctx.emit("Reshape", {grad, original})[0]);
+      })
+      .doc("The same elements in a new shape: 0 copies the input's dim (unless allowzero), -1 is inferred");
+  registry.add(std::move(reshape));
+
+  OpSchema transpose("Transpose");
+  transpose.input("data", "T")
+      .output("transposed", "T")
+      .type_constraint("T", kAnyType)
+      .attr("perm", AttrType::kInts)
+      .infer(infer_transpose)
+      .gradient([](GradientContext& ctx) {
+        Value* grad = ctx.output_grad(0);
+        if (grad == nullptr) return;
+        int64_t rank = ctx.node().input(0)->shape().rank();
+        std::vector<int64_t> perm;
+        if (ctx.node().has_attr("perm")) {
+          perm = ctx.node().attr("perm").ints();
+        } else {
+          for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+        }
+        std::vector<int64_t> inverse(perm.size());
+        for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+        ctx.set_input_grad(0, ctx.emit("Transpose", {grad}, 1, {{"perm", Attribute(inverse)}})[0]);
+      })
+      .doc("Permutes the axes: output axis i is input axis perm[i]; perm defaults to reversing them");
+  registry.add(std::move(transpose));
+}
+
+}  // namespace weir

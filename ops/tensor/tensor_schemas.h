@@ -1,0 +1,11 @@
+// Schemas of the tensor-manipulation ops: Shape, Reshape and Transpose, with
+// their gradient rules.
+#pragma once
+
+#include "core/op_schema.h"
+
+namespace weir {
+
+void register_tensor_schemas(OpRegistry& registry);
+
+}  // namespace weir

@@ -1,0 +1,123 @@
+// Shape, Reshape and Transpose CPU kernels against simple references, their
+// errors, and the gradient rules of Reshape, Transpose, MatMul and Gemm
+// against finite differences.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "tests/ops/gradient_check.h"
+
+namespace weir {
+namespace {
+
+using testing::check_gradient;
+using testing::count_of;
+using testing::make_tensor;
+using testing::random_values;
+using testing::run_op;
+using testing::to_doubles;
+
+Tensor random_f64(const std::vector<int64_t>& sizes, uint32_t seed) {
+  return make_tensor(DType::kFloat64, random_values(DType::kFloat64, count_of(sizes), seed, -2, 2), sizes);
+}
+
+Tensor shape_tensor(const std::vector<int64_t>& values) {
+  return Tensor::from_vector<int64_t>(values, {static_cast<int64_t>(values.size())});
+}
+
+TEST(TensorKernels, ShapeReportsSizes) {
+  EXPECT_EQ(to_doubles(run_op("Shape", {Tensor(DType::kBool, {4, 0, 7})})[0]), (std::vector<double>{4, 0, 7}));
+  EXPECT_EQ(run_op("Shape", {Tensor::scalar<float>(1)})[0].sizes(), (std::vector<int64_t>{0}));
+}
+
+TEST(TensorKernels, ReshapeIsAViewAndResolvesZeroAndMinusOne) {
+  Tensor x = random_f64({2, 3, 4}, 1);
+  Tensor y = run_op("Reshape", {x, shape_tensor({0, -1})})[0];
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 12}));
+  EXPECT_EQ(y.raw_data(), x.raw_data());
+  EXPECT_EQ(run_op("Reshape", {x, shape_tensor({-1})})[0].sizes(), (std::vector<int64_t>{24}));
+  EXPECT_EQ(run_op("Reshape", {Tensor(DType::kFloat32, {0, 3}), shape_tensor({3, 0})}, {{"allowzero", Attribute(1)}})[0].sizes(),
+            (std::vector<int64_t>{3, 0}));
+  for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{{5, -1}, {-1, -1}, {7}, {-2, 12}}) {
+    try {
+      run_op("Reshape", {x, shape_tensor(bad)});
+      FAIL() << "accepted a bad shape";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.node(), "op") << e.what();
+    }
+  }
+}
+
+TEST(TensorKernels, TransposeMatchesIndexReferenceForEveryPermutation) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kInt8, DType::kFloat64, DType::kBool}) {
+    const std::vector<int64_t> sizes = {2, 3, 1, 5};
+    Tensor x = make_tensor(dtype, random_values(dtype, count_of(sizes), 3), sizes);
+    std::vector<double> in = to_doubles(x);
+    std::vector<int64_t> perm = {0, 1, 2, 3};
+    do {
+      Tensor y = run_op("Transpose", {x}, {{"perm", Attribute(perm)}})[0];
+      std::vector<double> out = to_doubles(y);
+      std::vector<int64_t> out_sizes(4);
+      for (size_t i = 0; i < 4; ++i) out_sizes[i] = sizes[static_cast<size_t>(perm[i])];
+      ASSERT_EQ(y.sizes(), out_sizes);
+      for (int64_t flat = 0; flat < count_of(sizes); ++flat) {
+        // Output coordinates -> input coordinates -> input offset.
+        std::vector<int64_t> coordinate(4), source(4);
+        int64_t rest = flat;
+        for (size_t axis = 4; axis-- > 0;) {
+          coordinate[axis] = rest % out_sizes[axis];
+          rest /= out_sizes[axis];
+        }
+        for (size_t i = 0; i < 4; ++i) source[static_cast<size_t>(perm[i])] = coordinate[i];
+        int64_t offset = ((source[0] * 3 + source[1]) * 1 + source[2]) * 5 + source[3];
+        ASSERT_EQ(out[static_cast<size_t>(flat)], in[static_cast<size_t>(offset)]) << dtype_name(dtype);
+      }
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  // The default reverses the axes.
+  EXPECT_EQ(run_op("Transpose", {Tensor(DType::kFloat32, {2, 3, 4})})[0].sizes(), (std::vector<int64_t>{4, 3, 2}));
+  EXPECT_THROW(run_op("Transpose", {Tensor(DType::kFloat32, {2, 3})}, {{"perm", Attribute(std::vector<int64_t>{0, 0})}}), Error);
+}
+
+TEST(TensorGradients, ReshapeAndTranspose) {
+  check_gradient("Reshape", {random_f64({2, 3, 4}, 5), shape_tensor({4, -1})}, {0});
+  check_gradient("Transpose", {random_f64({2, 3, 4}, 6)}, {0}, {{"perm", Attribute(std::vector<int64_t>{1, 2, 0})}});
+  check_gradient("Transpose", {random_f64({3, 5}, 7)}, {0});
+}
+
+TEST(LinalgGradients, MatMulIncludingBroadcastBatches) {
+  check_gradient("MatMul", {random_f64({2, 3}, 10), random_f64({3, 4}, 11)}, {0, 1});
+  check_gradient("MatMul", {random_f64({5, 2, 3}, 12), random_f64({3, 4}, 13)}, {0, 1});
+  check_gradient("MatMul", {random_f64({4, 2, 3}, 14), random_f64({4, 3, 5}, 15)}, {0, 1});
+  check_gradient("MatMul", {random_f64({2, 1, 2, 3}, 16), random_f64({3, 3, 4}, 17)}, {0, 1});
+}
+
+TEST(LinalgGradients, MatMulOfAVectorIsRefusedByName) {
+  try {
+    check_gradient("MatMul", {random_f64({3}, 18), random_f64({3, 4}, 19)}, {0, 1});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_EQ(e.node(), "forward");
+  }
+}
+
+TEST(LinalgGradients, GemmWithEveryTransposeAndC) {
+  uint32_t seed = 30;
+  for (int64_t trans_a = 0; trans_a < 2; ++trans_a) {
+    for (int64_t trans_b = 0; trans_b < 2; ++trans_b) {
+      std::vector<int64_t> a = trans_a ? std::vector<int64_t>{4, 3} : std::vector<int64_t>{3, 4};
+      std::vector<int64_t> b = trans_b ? std::vector<int64_t>{5, 4} : std::vector<int64_t>{4, 5};
+      std::map<std::string, Attribute> attributes = {{"alpha", Attribute(0.5)}, {"beta", Attribute(-2.0)},
+                                                     {"transA", Attribute(trans_a)}, {"transB", Attribute(trans_b)}};
+      check_gradient("Gemm", {random_f64(a, seed++), random_f64(b, seed++), random_f64({5}, seed++)}, {0, 1, 2}, attributes);
+      check_gradient("Gemm", {random_f64(a, seed++), random_f64(b, seed++), random_f64({3, 5}, seed++)}, {0, 1, 2}, attributes);
+      check_gradient("Gemm", {random_f64(a, seed++), random_f64(b, seed++)}, {0, 1}, attributes);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weir

@@ -6,6 +6,7 @@
 #include "ops/elementwise/unary_kernels.h"
 #include "ops/linalg/linalg_schemas.h"
 #include "ops/linalg/matmul_kernels.h"
+#include "ops/nn/softmax_kernels.h"
 #include "ops/nn/softmax_schemas.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_schemas.h"
@@ -34,6 +35,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_elementwise_backward_cpu_kernels(registry);
   register_matmul_cpu_kernels(registry);
   register_tensor_cpu_kernels(registry);
+  register_softmax_cpu_kernels(registry);
 }
 
 const KernelRegistry& default_kernel_registry() {

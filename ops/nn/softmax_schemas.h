@@ -1,4 +1,5 @@
-// Schemas of Softmax and LogSoftmax along one axis.
+// Schemas of Softmax and LogSoftmax along one axis, their gradient rules,
+// and the backward ops SoftmaxGrad and LogSoftmaxGrad.
 #pragma once
 
 #include "core/op_schema.h"

@@ -50,15 +50,21 @@ Storage::~Storage() {
   if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
 }
 
-Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> sizes, Allocator& allocator) {
+Tensor Tensor::header(DType dtype, std::vector<int64_t> sizes) {
   if (dtype == DType::kUndefined) {
-    throw Error(ErrorKind::kInvalidArgument, "cannot create a tensor of undefined dtype");
+    throw Error(ErrorKind::kInvalidArgument, "a tensor cannot have undefined dtype");
   }
   Tensor tensor;
   tensor.dtype_ = dtype;
   tensor.sizes_ = std::move(sizes);
   tensor.num_elements_ = checked_count(tensor.sizes_);
-  tensor.storage_ = std::make_shared<Storage>(allocator, checked_bytes(dtype, tensor.num_elements_));
+  checked_bytes(dtype, tensor.num_elements_);  // throws when the byte count overflows
+  return tensor;
+}
+
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> sizes, Allocator& allocator) {
+  Tensor tensor = header(dtype, std::move(sizes));
+  tensor.storage_ = std::make_shared<Storage>(allocator, tensor.nbytes());
   return tensor;
 }
 
@@ -69,14 +75,8 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> sizes, Allocator& allocator)
 
 Tensor Tensor::wrap(DType dtype, std::vector<int64_t> sizes, void* data, Device device,
                     std::shared_ptr<void> keep_alive) {
-  if (dtype == DType::kUndefined) {
-    throw Error(ErrorKind::kInvalidArgument, "cannot wrap memory as a tensor of undefined dtype");
-  }
-  Tensor tensor;
-  tensor.dtype_ = dtype;
-  tensor.sizes_ = std::move(sizes);
-  tensor.num_elements_ = checked_count(tensor.sizes_);
-  size_t bytes = checked_bytes(dtype, tensor.num_elements_);
+  Tensor tensor = header(dtype, std::move(sizes));
+  size_t bytes = tensor.nbytes();
   if (bytes > 0 && data == nullptr) {
     throw Error(ErrorKind::kInvalidArgument, "cannot wrap a null pointer as a non-empty tensor");
   }

@@ -111,6 +111,9 @@ class Tensor {
   std::string type_string() const;  // "f32[2,3]"
 
  private:
+  // dtype, sizes and element count, checked; no storage yet.
+  static Tensor header(DType dtype, std::vector<int64_t> sizes);
+
   DType dtype_ = DType::kUndefined;
   std::vector<int64_t> sizes_;
   int64_t num_elements_ = 0;

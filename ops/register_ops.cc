@@ -7,6 +7,8 @@
 #include "ops/linalg/linalg_schemas.h"
 #include "ops/linalg/matmul_kernels.h"
 #include "ops/nn/softmax_kernels.h"
+#include "ops/reduce/reduce_kernels.h"
+#include "ops/reduce/reduce_schemas.h"
 #include "ops/nn/softmax_schemas.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_schemas.h"
@@ -18,6 +20,7 @@ void register_all_ops(OpRegistry& registry) {
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
   register_tensor_schemas(registry);
+  register_reduce_schemas(registry);
 }
 
 const OpRegistry& default_op_registry() {
@@ -36,6 +39,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_matmul_cpu_kernels(registry);
   register_tensor_cpu_kernels(registry);
   register_softmax_cpu_kernels(registry);
+  register_reduce_cpu_kernels(registry);
 }
 
 const KernelRegistry& default_kernel_registry() {

@@ -116,6 +116,33 @@ void register_elementwise_schemas(OpRegistry& registry) {
   registry.add(unary("Sigmoid", kFloatingTypes, activation_gradient("SigmoidGrad", /*use_output=*/true),
                      "1 / (1 + exp(-X))"));
   registry.add(unary("Tanh", kFloatingTypes, activation_gradient("TanhGrad", /*use_output=*/true), "tanh(X)"));
+  registry.add(unary("Exp", kFloatingTypes,
+                     [](GradientContext& ctx) {  // d exp(x) = exp(x): reuse the output
+                       if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Mul", {grad, ctx.node().output(0)})[0]);
+                     },
+                     "e^X"));
+  registry.add(unary("Log", kFloatingTypes,
+                     [](GradientContext& ctx) {  // d log(x) = 1 / x
+                       if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Div", {grad, ctx.node().input(0)})[0]);
+                     },
+                     "natural logarithm of X"));
+  registry.add(unary("Sqrt", kFloatingTypes,
+                     [](GradientContext& ctx) {  // d sqrt(x) = 1 / (2 sqrt(x)): reuse the output
+                       Value* grad = ctx.output_grad(0);
+                       if (grad == nullptr) return;
+                       Value* y = ctx.node().output(0);
+                       ctx.set_input_grad(0, ctx.emit("Div", {grad, ctx.emit("Add", {y, y})[0]})[0]);
+                     },
+                     "square root of X"));
+  registry.add(unary("Abs", kNumeric,
+                     [](GradientContext& ctx) {  // d |x| = sign(x), taken as 0 at 0
+                       Value* grad = ctx.output_grad(0);
+                       if (grad == nullptr) return;
+                       ctx.set_input_grad(0, ctx.emit("Mul", {grad, ctx.emit("Sign", {ctx.node().input(0)})[0]})[0]);
+                     },
+                     "|X|; the integer minimum stays itself"));
+  // Sign is flat almost everywhere: its rule contributes no gradient.
+  registry.add(unary("Sign", kNumeric, [](GradientContext&) {}, "-1, 0 or 1 by the sign of X; NaN stays NaN"));
   OpSchema identity("Identity");
   identity.input("X", "T")
       .output("Y", "T")

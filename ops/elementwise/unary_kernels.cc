@@ -34,6 +34,29 @@ struct SigmoidOp {
 struct TanhOp {
   template <typename C> static C apply(C x) { return std::tanh(x); }
 };
+struct ExpOp {
+  template <typename C> static C apply(C x) { return std::exp(x); }
+};
+struct LogOp {
+  template <typename C> static C apply(C x) { return std::log(x); }
+};
+struct SqrtOp {
+  template <typename C> static C apply(C x) { return std::sqrt(x); }
+};
+struct AbsOp {
+  template <typename C> static C apply(C x) {
+    if constexpr (std::is_unsigned_v<C>) return x;
+    else return x < C(0) ? NegOp::apply(x) : x;  // integer minimum wraps to itself, as in NumPy
+  }
+};
+struct SignOp {
+  template <typename C> static C apply(C x) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    return x > C(0) ? C(1) : (x < C(0) ? C(0) - C(1) : C(0));
+  }
+};
 
 template <typename Op>
 class UnaryKernel final : public OpKernel {
@@ -86,6 +109,11 @@ void register_unary_cpu_kernels(KernelRegistry& registry) {
   registry.add("Relu", DeviceType::kCpu, numeric, factory<ReluOp>());
   registry.add("Sigmoid", DeviceType::kCpu, floating, factory<SigmoidOp>());
   registry.add("Tanh", DeviceType::kCpu, floating, factory<TanhOp>());
+  registry.add("Exp", DeviceType::kCpu, floating, factory<ExpOp>());
+  registry.add("Log", DeviceType::kCpu, floating, factory<LogOp>());
+  registry.add("Sqrt", DeviceType::kCpu, floating, factory<SqrtOp>());
+  registry.add("Abs", DeviceType::kCpu, numeric, factory<AbsOp>());
+  registry.add("Sign", DeviceType::kCpu, numeric, factory<SignOp>());
   registry.add("Identity", DeviceType::kCpu, {std::begin(kAllDTypes), std::end(kAllDTypes)},
                [](const Node&) { return std::make_unique<IdentityKernel>(); });
 }

@@ -1,5 +1,6 @@
-// CPU kernels of the unary elementwise ops: Neg, Relu (numeric types),
-// Sigmoid, Tanh (floating types) and Identity (every type).
+// CPU kernels of the unary elementwise ops: Neg, Relu, Abs, Sign (numeric
+// types), Sigmoid, Tanh, Exp, Log, Sqrt (floating types) and Identity (every
+// type).
 #pragma once
 
 #include "ops/kernel.h"

@@ -44,6 +44,11 @@ TEST(ElementwiseGradients, UnaryOps) {
   check_gradient("Sigmoid", {random_f64({3, 4}, 13, -6, 6)}, {0});
   check_gradient("Tanh", {random_f64({2, 5}, 14, -3, 3)}, {0});
   check_gradient("Identity", {random_f64({7}, 15)}, {0});
+  check_gradient("Exp", {random_f64({3, 4}, 16)}, {0});
+  check_gradient("Log", {random_f64({3, 4}, 17, 0.5, 4)}, {0});
+  check_gradient("Sqrt", {random_f64({3, 4}, 18, 0.5, 4)}, {0});
+  check_gradient("Abs", {away_from_zero({3, 4}, 19)}, {0});
+  check_gradient("Sign", {away_from_zero({3, 4}, 20)}, {});  // flat: no gradient flows
 }
 
 TEST(ElementwiseGradients, SameShapeInputsNeedNoReduction) {

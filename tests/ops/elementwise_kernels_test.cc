@@ -190,6 +190,13 @@ TEST(ElementwiseKernels, UnaryOpsMatchTheReference) {
   for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
     check_unary("Sigmoid", dtype, [](double x) { return 1 / (1 + std::exp(-x)); }, -12, 12);
     check_unary("Tanh", dtype, [](double x) { return std::tanh(x); }, -5, 5);
+    check_unary("Exp", dtype, [](double x) { return std::exp(x); }, -5, 5);
+    check_unary("Log", dtype, [](double x) { return std::log(x); }, 0.01, 100);
+    check_unary("Sqrt", dtype, [](double x) { return std::sqrt(x); }, 0, 100);
+  }
+  for (DType dtype : kNumericTypes) {
+    check_unary("Abs", dtype, [](double x) { return std::fabs(x); }, -3, 3);
+    check_unary("Sign", dtype, [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }, -3, 3);
   }
 }
 

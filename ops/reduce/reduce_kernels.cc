@@ -1,0 +1,221 @@
+#include "ops/reduce/reduce_kernels.h"
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "ops/dtype_dispatch.h"
+#include "ops/elementwise/broadcast.h"
+#include "ops/reduce/reduce_axes.h"
+
+namespace weir {
+
+namespace {
+
+enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSumExp };
+
+// The identity of the reduction, in the accumulator type; integer max/min
+// start at the limits of the storage type T so empty sets give T's limits.
+template <typename T, typename Acc>
+Acc initial(Reduction kind) {
+  switch (kind) {
+    case Reduction::kProd: return Acc(1);
+    case Reduction::kMax:
+      if constexpr (std::is_floating_point_v<Acc>) return -std::numeric_limits<Acc>::infinity();
+      else return static_cast<Acc>(std::numeric_limits<T>::lowest());
+    case Reduction::kMin:
+      if constexpr (std::is_floating_point_v<Acc>) return std::numeric_limits<Acc>::infinity();
+      else return static_cast<Acc>(std::numeric_limits<T>::max());
+    default: return Acc(0);
+  }
+}
+
+template <typename Acc>
+Acc wrapping_add(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc>) return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else return a + b;
+}
+
+template <typename Acc>
+Acc wrapping_mul(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc>) return static_cast<Acc>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else return a * b;
+}
+
+template <typename Acc>
+bool is_nan(Acc value) {
+  if constexpr (std::is_floating_point_v<Acc>) return std::isnan(value);
+  else return false;
+}
+
+// Folds x into the accumulator; `shift` is the per-output max for LogSumExp.
+template <typename Acc>
+Acc accumulate(Reduction kind, Acc acc, Acc x, Acc shift) {
+  switch (kind) {
+    case Reduction::kSum:
+    case Reduction::kMean: return wrapping_add(acc, x);
+    // NaN propagates: once acc is NaN no comparison replaces it.
+    case Reduction::kMax: return (x > acc || is_nan(x)) && !is_nan(acc) ? x : acc;
+    case Reduction::kMin: return (x < acc || is_nan(x)) && !is_nan(acc) ? x : acc;
+    case Reduction::kProd: return wrapping_mul(acc, x);
+    case Reduction::kL1: return wrapping_add(acc, x < 0 ? Acc(0) - x : x);
+    case Reduction::kL2:
+    case Reduction::kSumSquare: return wrapping_add(acc, wrapping_mul(x, x));
+    case Reduction::kLogSumExp:
+      if constexpr (std::is_floating_point_v<Acc>) return acc + std::exp(x - shift);
+      else return acc;
+  }
+  return acc;
+}
+
+template <typename Acc>
+Acc finish(Reduction kind, Acc acc, int64_t count, Acc shift) {
+  switch (kind) {
+    case Reduction::kMean:
+      if constexpr (std::is_floating_point_v<Acc>) return acc / static_cast<Acc>(count);
+      else return count == 0 ? Acc(0) : acc / count;
+    case Reduction::kL2:
+      if constexpr (std::is_floating_point_v<Acc>) return std::sqrt(acc);
+      else return static_cast<Acc>(std::sqrt(static_cast<double>(acc)));
+    case Reduction::kLogSumExp:
+      if constexpr (std::is_floating_point_v<Acc>) return std::isinf(shift) ? shift : shift + std::log(acc);
+      else return acc;
+    default: return acc;
+  }
+}
+
+class ReduceKernel final : public OpKernel {
+ public:
+  ReduceKernel(const Node& node, Reduction kind) : axes_(ReduceAxes::of(node)), kind_(kind) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    std::vector<bool> reduced = axes_.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
+    std::vector<int64_t> kept = ReduceAxes::kept_sizes(x.sizes(), reduced);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), axes_.output_sizes(x.sizes(), reduced),
+                                    KernelContext::Fill::kUninitialized);
+    int64_t count = 1;
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      if (reduced[i]) count *= x.sizes()[i];
+    }
+    BroadcastPlan plan(x.sizes(), x.sizes(), kept);
+    dispatch_dtype(x.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        ctx.fail("cannot reduce bool");
+      } else {
+        using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+        const T* in = x.data<T>();
+        // LogSumExp subtracts each output's maximum first: a max pass, then the sum.
+        std::vector<Acc> shift(static_cast<size_t>(y.num_elements()), Acc(0));
+        if (kind_ == Reduction::kLogSumExp) {
+          shift.assign(shift.size(), initial<T, Acc>(Reduction::kMax));
+          fold(plan, in, Reduction::kMax, shift, shift);
+        }
+        std::vector<Acc> acc(shift.size(), initial<T, Acc>(kind_));
+        fold(plan, in, kind_, acc, shift);
+        T* out = y.data<T>();
+        for (size_t i = 0; i < acc.size(); ++i) {
+          out[i] = store<T>(static_cast<ComputeType<T>>(finish(kind_, acc[i], count, shift[i])));
+        }
+      }
+    });
+  }
+
+ private:
+  // acc[output] = accumulate(acc[output], x) over the input in order. `shift`
+  // is read only by LogSumExp; the max pass may pass acc itself.
+  template <typename T, typename Acc>
+  static void fold(const BroadcastPlan& plan, const T* in, Reduction kind, std::vector<Acc>& acc,
+                   const std::vector<Acc>& shift) {
+    const int64_t stride = plan.inner_stride_b();
+    plan.for_each([&](int64_t, int64_t x_offset, int64_t out_offset, int64_t count) {
+      for (int64_t i = 0; i < count; ++i) {
+        auto slot = static_cast<size_t>(out_offset + i * stride);
+        acc[slot] = accumulate(kind, acc[slot], static_cast<Acc>(load(in[x_offset + i])), shift[slot]);
+      }
+    });
+  }
+
+  ReduceAxes axes_;
+  Reduction kind_;
+};
+
+// dY broadcast back over the reduced axes (BroadcastReduced), or only where X
+// equals the reduced Y (ReduceExtremumGrad).
+class ReduceBackwardKernel final : public OpKernel {
+ public:
+  ReduceBackwardKernel(const Node& node, bool extremum)
+      : axes_(ReduceAxes::of(node)), mean_(node.has_attr("mean") && node.attr("mean").i() != 0), extremum_(extremum) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    std::vector<bool> reduced = axes_.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
+    std::vector<int64_t> kept = ReduceAxes::kept_sizes(x.sizes(), reduced);
+    int64_t outputs = 1;  // elements of the reduction's result
+    for (int64_t size : kept) outputs *= size;
+    if (dy.num_elements() != outputs) {
+      ctx.fail("dY " + dy.type_string() + " does not match the reduction of X " + x.type_string());
+    }
+    if (extremum_ && (ctx.input(2).num_elements() != outputs || ctx.input(2).dtype() != x.dtype())) {
+      ctx.fail("Y " + ctx.input(2).type_string() + " does not match the reduction of X " + x.type_string());
+    }
+    int64_t count = outputs == 0 ? 0 : x.num_elements() / outputs;  // inputs folded into each output
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    BroadcastPlan plan(x.sizes(), x.sizes(), kept);
+    dispatch_dtype(dy.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        ctx.fail("bool has no gradient");
+      } else {
+        const T* g = dy.data<T>();
+        T* out = dx.data<T>();
+        const T* xs = extremum_ ? x.data<T>() : nullptr;
+        const T* ys = extremum_ ? ctx.input(2).data<T>() : nullptr;
+        const int64_t stride = plan.inner_stride_b();
+        plan.for_each([&](int64_t position, int64_t, int64_t slot_offset, int64_t run) {
+          for (int64_t i = 0; i < run; ++i) {
+            int64_t slot = slot_offset + i * stride;
+            ComputeType<T> value = load(g[slot]);
+            if (mean_) value = value / static_cast<ComputeType<T>>(count);
+            if (extremum_ && !(load(xs[position + i]) == load(ys[slot]))) value = 0;
+            out[position + i] = store<T>(value);
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  ReduceAxes axes_;
+  bool mean_;
+  bool extremum_;
+};
+
+}  // namespace
+
+void register_reduce_cpu_kernels(KernelRegistry& registry) {
+  const std::vector<DType> floating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                      DType::kInt32,   DType::kInt64};
+  struct Entry {
+    const char* name;
+    Reduction kind;
+    const std::vector<DType>* types;
+  };
+  for (const Entry& entry : {Entry{"ReduceSum", Reduction::kSum, &numeric}, Entry{"ReduceMean", Reduction::kMean, &numeric},
+                             Entry{"ReduceMax", Reduction::kMax, &numeric}, Entry{"ReduceMin", Reduction::kMin, &numeric},
+                             Entry{"ReduceProd", Reduction::kProd, &numeric}, Entry{"ReduceL1", Reduction::kL1, &numeric},
+                             Entry{"ReduceL2", Reduction::kL2, &floating},
+                             Entry{"ReduceSumSquare", Reduction::kSumSquare, &numeric},
+                             Entry{"ReduceLogSumExp", Reduction::kLogSumExp, &floating}}) {
+    Reduction kind = entry.kind;
+    registry.add(entry.name, DeviceType::kCpu, *entry.types,
+                 [kind](const Node& node) { return std::make_unique<ReduceKernel>(node, kind); });
+  }
+  registry.add("BroadcastReduced", DeviceType::kCpu, numeric,
+               [](const Node& node) { return std::make_unique<ReduceBackwardKernel>(node, /*extremum=*/false); });
+  registry.add("ReduceExtremumGrad", DeviceType::kCpu, numeric,
+               [](const Node& node) { return std::make_unique<ReduceBackwardKernel>(node, /*extremum=*/true); });
+}
+
+}  // namespace weir

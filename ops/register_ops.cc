@@ -6,6 +6,8 @@
 #include "ops/elementwise/unary_kernels.h"
 #include "ops/linalg/linalg_schemas.h"
 #include "ops/linalg/matmul_kernels.h"
+#include "ops/loss/loss_kernels.h"
+#include "ops/loss/loss_schemas.h"
 #include "ops/nn/softmax_kernels.h"
 #include "ops/reduce/reduce_kernels.h"
 #include "ops/reduce/reduce_schemas.h"
@@ -21,6 +23,7 @@ void register_all_ops(OpRegistry& registry) {
   register_softmax_schemas(registry);
   register_tensor_schemas(registry);
   register_reduce_schemas(registry);
+  register_loss_schemas(registry);
 }
 
 const OpRegistry& default_op_registry() {
@@ -40,6 +43,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_tensor_cpu_kernels(registry);
   register_softmax_cpu_kernels(registry);
   register_reduce_cpu_kernels(registry);
+  register_loss_cpu_kernels(registry);
 }
 
 const KernelRegistry& default_kernel_registry() {

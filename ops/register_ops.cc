@@ -1,8 +1,11 @@
 #include "ops/register_ops.h"
 
+#include "ops/cast/cast.h"
 #include "ops/elementwise/backward_kernels.h"
 #include "ops/elementwise/binary_kernels.h"
 #include "ops/elementwise/elementwise_schemas.h"
+#include "ops/elementwise/logic_kernels.h"
+#include "ops/elementwise/logic_schemas.h"
 #include "ops/elementwise/unary_kernels.h"
 #include "ops/linalg/linalg_schemas.h"
 #include "ops/linalg/matmul_kernels.h"
@@ -19,6 +22,8 @@ namespace weir {
 
 void register_all_ops(OpRegistry& registry) {
   register_elementwise_schemas(registry);
+  register_logic_schemas(registry);
+  register_cast_schema(registry);
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
   register_tensor_schemas(registry);
@@ -38,6 +43,8 @@ const OpRegistry& default_op_registry() {
 void register_all_kernels(KernelRegistry& registry) {
   register_binary_cpu_kernels(registry);
   register_unary_cpu_kernels(registry);
+  register_logic_cpu_kernels(registry);
+  register_cast_cpu_kernel(registry);
   register_elementwise_backward_cpu_kernels(registry);
   register_matmul_cpu_kernels(registry);
   register_tensor_cpu_kernels(registry);

@@ -32,23 +32,6 @@ const std::vector<ShapePair> kShapePairs = {
     {{1, 33}, {17, 1}, {17, 33}},      {{2, 3, 1}, {2, 1, 1}, {2, 3, 1}},
 };
 
-// Reference broadcasting by index arithmetic: decompose the output index,
-// then map each axis into the operand (index 0 where the operand has size 1).
-int64_t operand_offset(int64_t out_index, const std::vector<int64_t>& out, const std::vector<int64_t>& sizes) {
-  int64_t offset = 0, stride = 1;
-  for (size_t i = 0; i < out.size(); ++i) {
-    size_t axis = out.size() - 1 - i;
-    int64_t coordinate = out_index % out[axis];
-    out_index /= out[axis];
-    if (i < sizes.size()) {
-      size_t operand_axis = sizes.size() - 1 - i;
-      if (sizes[operand_axis] != 1) offset += coordinate * stride;
-      stride *= sizes[operand_axis];
-    }
-  }
-  return offset;
-}
-
 // Two's-complement wrap of an exact integer result into `dtype`.
 double wrap(double value, DType dtype) {
   auto bits = static_cast<uint64_t>(static_cast<int64_t>(value));
@@ -94,8 +77,8 @@ void check_binary(const std::string& op, DType dtype, const BinaryReference& ref
     ASSERT_EQ(out.dtype(), dtype);
     std::vector<double> got = to_doubles(out);
     for (int64_t i = 0; i < out.num_elements(); ++i) {
-      double x = a[static_cast<size_t>(operand_offset(i, pair.out, pair.a))];
-      double y = b[static_cast<size_t>(operand_offset(i, pair.out, pair.b))];
+      double x = a[static_cast<size_t>(testing::broadcast_offset(i, pair.out, pair.a))];
+      double y = b[static_cast<size_t>(testing::broadcast_offset(i, pair.out, pair.b))];
       double expected = reference(x, y);
       if (is_integer(dtype)) expected = wrap(expected, dtype);
       ASSERT_LE(std::fabs(got[static_cast<size_t>(i)] - expected), tolerance(dtype, expected))
@@ -224,7 +207,7 @@ TEST(ElementwiseKernels, SumToShapeSumsOverBroadcastAxes) {
         ASSERT_EQ(y.sizes(), *target);
         std::vector<double> expected(static_cast<size_t>(count_of(*target)), 0.0);
         for (int64_t i = 0; i < count_of(pair.out); ++i) {
-          expected[static_cast<size_t>(operand_offset(i, pair.out, *target))] += in[static_cast<size_t>(i)];
+          expected[static_cast<size_t>(testing::broadcast_offset(i, pair.out, *target))] += in[static_cast<size_t>(i)];
         }
         std::vector<double> got = to_doubles(y);
         for (size_t i = 0; i < got.size(); ++i) {
@@ -244,8 +227,8 @@ TEST(BroadcastPlan, VisitsEveryOutputElementWithTheReferenceOffsets) {
     plan.for_each([&](int64_t out_offset, int64_t a_offset, int64_t b_offset, int64_t count) {
       for (int64_t i = 0; i < count; ++i) {
         EXPECT_EQ(out_offset + i, visited);
-        EXPECT_EQ(a_offset + i * plan.inner_stride_a(), operand_offset(visited, pair.out, pair.a));
-        EXPECT_EQ(b_offset + i * plan.inner_stride_b(), operand_offset(visited, pair.out, pair.b));
+        EXPECT_EQ(a_offset + i * plan.inner_stride_a(), testing::broadcast_offset(visited, pair.out, pair.a));
+        EXPECT_EQ(b_offset + i * plan.inner_stride_b(), testing::broadcast_offset(visited, pair.out, pair.b));
         ++visited;
       }
     });

@@ -19,22 +19,6 @@ using testing::random_values;
 using testing::run_op;
 using testing::to_doubles;
 
-// The offset in an operand of `sizes` of output element `flat` of `out`.
-int64_t offset_in(int64_t flat, const std::vector<int64_t>& out, const std::vector<int64_t>& sizes) {
-  int64_t offset = 0, stride = 1;
-  for (size_t i = 0; i < out.size(); ++i) {
-    size_t axis = out.size() - 1 - i;
-    int64_t coordinate = flat % out[axis];
-    flat /= out[axis];
-    if (i < sizes.size()) {
-      size_t own = sizes.size() - 1 - i;
-      if (sizes[own] != 1) offset += coordinate * stride;
-      stride *= sizes[own];
-    }
-  }
-  return offset;
-}
-
 TEST(LogicKernels, ComparisonsMatchTheReferenceWithBroadcasting) {
   const std::vector<int64_t> a_sizes = {3, 1, 4}, b_sizes = {5, 1}, out = {3, 5, 4};
   struct Comparison {
@@ -59,7 +43,7 @@ TEST(LogicKernels, ComparisonsMatchTheReferenceWithBroadcasting) {
       ASSERT_EQ(result.dtype(), DType::kBool);
       ASSERT_EQ(result.sizes(), out);
       for (int64_t i = 0; i < count_of(out); ++i) {
-        bool expected = comparison.reference(a[static_cast<size_t>(offset_in(i, out, a_sizes))], b[static_cast<size_t>(offset_in(i, out, b_sizes))]);
+        bool expected = comparison.reference(a[static_cast<size_t>(testing::broadcast_offset(i, out, a_sizes))], b[static_cast<size_t>(testing::broadcast_offset(i, out, b_sizes))]);
         ASSERT_EQ(result.data<bool>()[i], expected) << comparison.op << " " << dtype_name(dtype) << " element " << i;
       }
     }
@@ -88,8 +72,8 @@ TEST(LogicKernels, WhereBroadcastsAllThreeOperands) {
     ASSERT_EQ(result.sizes(), out);
     std::vector<double> got = to_doubles(result), xs = to_doubles(make_tensor(dtype, x, x_sizes)), ys = to_doubles(make_tensor(dtype, y, y_sizes));
     for (int64_t i = 0; i < count_of(out); ++i) {
-      bool c = condition.data<bool>()[offset_in(i, out, c_sizes)];
-      double expected = c ? xs[static_cast<size_t>(offset_in(i, out, x_sizes))] : ys[static_cast<size_t>(offset_in(i, out, y_sizes))];
+      bool c = condition.data<bool>()[testing::broadcast_offset(i, out, c_sizes)];
+      double expected = c ? xs[static_cast<size_t>(testing::broadcast_offset(i, out, x_sizes))] : ys[static_cast<size_t>(testing::broadcast_offset(i, out, y_sizes))];
       ASSERT_EQ(got[static_cast<size_t>(i)], expected) << dtype_name(dtype) << " element " << i;
     }
   }

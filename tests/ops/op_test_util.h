@@ -22,6 +22,24 @@ inline int64_t count_of(const std::vector<int64_t>& sizes) {
   return count;
 }
 
+// Reference broadcasting by index arithmetic, independent of BroadcastPlan:
+// the offset in an operand of `sizes` of output element `flat` of `out`
+// (decompose the output index; axes of size 1 in the operand read index 0).
+inline int64_t broadcast_offset(int64_t flat, const std::vector<int64_t>& out, const std::vector<int64_t>& sizes) {
+  int64_t offset = 0, stride = 1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    size_t axis = out.size() - 1 - i;
+    int64_t coordinate = flat % out[axis];
+    flat /= out[axis];
+    if (i < sizes.size()) {
+      size_t own = sizes.size() - 1 - i;
+      if (sizes[own] != 1) offset += coordinate * stride;
+      stride *= sizes[own];
+    }
+  }
+  return offset;
+}
+
 // A tensor of `dtype` holding `values` (converted as a store would).
 inline Tensor make_tensor(DType dtype, const std::vector<double>& values, const std::vector<int64_t>& sizes) {
   Tensor tensor(dtype, sizes);

@@ -64,6 +64,82 @@ class ReshapeKernel final : public OpKernel {
   bool allow_zero_;
 };
 
+// Flatten, Squeeze and Unsqueeze: the output is a view with new sizes.
+class FlattenKernel final : public OpKernel {
+ public:
+  explicit FlattenKernel(const Node& node) : axis_(node.has_attr("axis") ? node.attr("axis").i() : 1) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    int64_t rank = x.rank(), axis = axis_;
+    if (axis < -rank || axis > rank) ctx.fail("axis " + std::to_string(axis_) + " is out of range for " + x.type_string());
+    if (axis < 0) axis += rank;
+    int64_t rows = 1;
+    for (int64_t i = 0; i < axis; ++i) rows *= x.sizes()[static_cast<size_t>(i)];
+    int64_t columns = rows == 0 ? 0 : x.num_elements() / rows;
+    if (rows == 0) {
+      columns = 1;
+      for (int64_t i = axis; i < rank; ++i) columns *= x.sizes()[static_cast<size_t>(i)];
+    }
+    ctx.set_output(0, x.reshape({rows, columns}));
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class SqueezeKernel final : public OpKernel {
+ public:
+  explicit SqueezeKernel(const Node& node) : has_axes_(node.has_attr("axes")) {
+    if (has_axes_) axes_ = node.attr("axes").ints();
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    int64_t rank = x.rank();
+    std::vector<bool> remove(static_cast<size_t>(rank), !has_axes_);
+    for (int64_t axis : axes_) {
+      if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for " + x.type_string());
+      size_t index = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+      if (x.sizes()[index] != 1) ctx.fail("axis " + std::to_string(axis) + " of " + x.type_string() + " has size " + std::to_string(x.sizes()[index]) + ", not 1");
+      remove[index] = true;
+    }
+    std::vector<int64_t> sizes;
+    for (size_t i = 0; i < remove.size(); ++i) {
+      if (!(remove[i] && x.sizes()[i] == 1)) sizes.push_back(x.sizes()[i]);
+    }
+    ctx.set_output(0, x.reshape(sizes));
+  }
+
+ private:
+  bool has_axes_;
+  std::vector<int64_t> axes_;
+};
+
+class UnsqueezeKernel final : public OpKernel {
+ public:
+  explicit UnsqueezeKernel(const Node& node) : axes_(node.attr("axes").ints()) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    int64_t rank = x.rank() + static_cast<int64_t>(axes_.size());
+    std::vector<bool> inserted(static_cast<size_t>(rank), false);
+    for (int64_t axis : axes_) {
+      if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for output rank " + std::to_string(rank));
+      size_t index = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+      if (inserted[index]) ctx.fail("axis " + std::to_string(axis) + " is listed twice");
+      inserted[index] = true;
+    }
+    std::vector<int64_t> sizes;
+    size_t next = 0;
+    for (bool insert : inserted) sizes.push_back(insert ? 1 : x.sizes()[next++]);
+    ctx.set_output(0, x.reshape(sizes));
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
 class TransposeKernel final : public OpKernel {
  public:
   explicit TransposeKernel(const Node& node) {
@@ -140,6 +216,9 @@ void register_tensor_cpu_kernels(KernelRegistry& registry) {
   registry.add("Shape", DeviceType::kCpu, all, [](const Node&) { return std::make_unique<ShapeKernel>(); });
   registry.add("Reshape", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<ReshapeKernel>(node); });
   registry.add("Transpose", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<TransposeKernel>(node); });
+  registry.add("Flatten", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<FlattenKernel>(node); });
+  registry.add("Squeeze", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<SqueezeKernel>(node); });
+  registry.add("Unsqueeze", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<UnsqueezeKernel>(node); });
 }
 
 }  // namespace weir

@@ -1,5 +1,5 @@
-// CPU kernels of Shape, Reshape (a view: no copy) and Transpose (any rank,
-// any dtype; copies by element size).
+// CPU kernels of Shape, Reshape, Flatten, Squeeze, Unsqueeze (views: no
+// copy) and Transpose (any rank, any dtype; copies by element size).
 #pragma once
 
 #include "ops/kernel.h"

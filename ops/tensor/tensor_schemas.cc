@@ -122,9 +122,116 @@ void infer_transpose(InferenceContext& ctx) {
   ctx.set_output_type(0, TensorType{input->dtype, Shape(std::move(dims))});
 }
 
+// The gradient of every op that only re-views its input: reshape dY back.
+void view_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  Value* original = ctx.emit("Shape", {ctx.node().input(0)})[0];
+  ctx.set_input_grad(0, ctx.emit("Reshape", {grad, original})[0]);
+}
+
+// Product of dims, or a fresh symbol when any is symbolic.
+Dim product_dim(const std::vector<Dim>& dims, const std::string& symbol) {
+  int64_t product = 1;
+  for (const Dim& dim : dims) {
+    if (dim.is_symbolic()) return Dim::symbol(symbol);
+    product *= dim.size();
+  }
+  return Dim(product);
+}
+
+void infer_flatten(InferenceContext& ctx) {
+  const TensorType* input = ctx.input_type(0);
+  if (input == nullptr) return;
+  if (!input->shape.has_rank()) {
+    ctx.set_output_type(0, TensorType{input->dtype, Shape{Dim::symbol(ctx.node().name() + ":0"), Dim::symbol(ctx.node().name() + ":1")}});
+    return;
+  }
+  int64_t rank = input->shape.rank();
+  int64_t axis = ctx.attr_int("axis");
+  if (axis < -rank || axis > rank) ctx.fail("axis " + std::to_string(axis) + " is out of range [-" + std::to_string(rank) + ", " + std::to_string(rank) + "]");
+  if (axis < 0) axis += rank;
+  const std::vector<Dim>& dims = input->shape.dims();
+  ctx.set_output_type(0, TensorType{input->dtype, Shape{product_dim({dims.begin(), dims.begin() + axis}, ctx.node().name() + ":0"),
+                                                        product_dim({dims.begin() + axis, dims.end()}, ctx.node().name() + ":1")}});
+}
+
+void infer_squeeze(InferenceContext& ctx) {
+  const TensorType* input = ctx.input_type(0);
+  if (input == nullptr) return;
+  if (!input->shape.has_rank()) {
+    ctx.set_output_type(0, TensorType{input->dtype, Shape::unknown_rank()});
+    return;
+  }
+  int64_t rank = input->shape.rank();
+  std::vector<bool> remove(static_cast<size_t>(rank), false);
+  if (ctx.node().has_attr("axes")) {
+    for (int64_t axis : ctx.attr_ints("axes")) {
+      size_t index = static_cast<size_t>(normalize_axis(axis, rank, ctx));
+      const Dim& dim = input->shape[index];
+      if (dim.is_static() && dim.size() != 1) ctx.fail("axis " + std::to_string(axis) + " has size " + std::to_string(dim.size()) + ", not 1");
+      remove[index] = true;
+    }
+  } else {
+    for (size_t i = 0; i < remove.size(); ++i) {
+      const Dim& dim = input->shape[i];
+      if (dim.is_symbolic()) {  // which axes go depends on run-time sizes
+        ctx.set_output_type(0, TensorType{input->dtype, Shape::unknown_rank()});
+        return;
+      }
+      remove[i] = dim.size() == 1;
+    }
+  }
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < remove.size(); ++i) {
+    if (!remove[i]) dims.push_back(input->shape[i]);
+  }
+  ctx.set_output_type(0, TensorType{input->dtype, Shape(std::move(dims))});
+}
+
+void infer_unsqueeze(InferenceContext& ctx) {
+  const TensorType* input = ctx.input_type(0);
+  if (input == nullptr) return;
+  if (!input->shape.has_rank()) {
+    ctx.set_output_type(0, TensorType{input->dtype, Shape::unknown_rank()});
+    return;
+  }
+  const std::vector<int64_t>& axes = ctx.attr_ints("axes");
+  int64_t rank = input->shape.rank() + static_cast<int64_t>(axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  for (int64_t axis : axes) {
+    size_t index = static_cast<size_t>(normalize_axis(axis, rank, ctx));
+    if (inserted[index]) ctx.fail("axis " + std::to_string(axis) + " is listed twice");
+    inserted[index] = true;
+  }
+  std::vector<Dim> dims;
+  size_t next = 0;
+  for (size_t i = 0; i < inserted.size(); ++i) dims.push_back(inserted[i] ? Dim(1) : input->shape[next++]);
+  ctx.set_output_type(0, TensorType{input->dtype, Shape(std::move(dims))});
+}
+
+OpSchema view_op(const char* name, ShapeInferenceFn infer, const char* doc) {
+  OpSchema schema(name);
+  schema.input("data", "T")
+      .output("output", "T")
+      .type_constraint("T", kAnyType)
+      .traits(OpTrait::kInplaceable)
+      .infer(std::move(infer))
+      .gradient(view_gradient)
+      .doc(doc);
+  return schema;
+}
+
 }  // namespace
 
 void register_tensor_schemas(OpRegistry& registry) {
+  registry.add(view_op("Flatten", infer_flatten, "A 2-D view: axes before `axis` form the rows, the rest the columns")
+                   .attr("axis", AttrType::kInt, Attribute(1)));
+  registry.add(view_op("Squeeze", infer_squeeze, "Removes the listed axes of size 1 (all of them when `axes` is absent)")
+                   .attr("axes", AttrType::kInts));
+  registry.add(view_op("Unsqueeze", infer_unsqueeze, "Inserts axes of size 1 at the listed output positions")
+                   .required_attr("axes", AttrType::kInts));
+
   OpSchema shape("Shape");
   shape.input("data", "T")
       .output("shape", "I")
@@ -148,12 +255,7 @@ void register_tensor_schemas(OpRegistry& registry) {
       .attr("allowzero", AttrType::kInt, Attribute(0))
       .traits(OpTrait::kInplaceable)
       .infer(infer_reshape)
-      .gradient([](GradientContext& ctx) {
-        Value* grad = ctx.output_grad(0);
-        if (grad == nullptr) return;
-        Value* original = ctx.emit("Shape", {ctx.node().input(0)})[0];
-        ctx.set_input_grad(0, ctx.emit("Reshape", {grad, original})[0]);
-      })
+      .gradient(view_gradient)
       .doc("The same elements in a new shape: 0 copies the input's dim (unless allowzero), -1 is inferred");
   registry.add(std::move(reshape));
 

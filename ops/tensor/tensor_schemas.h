@@ -1,5 +1,5 @@
-// Schemas of the tensor-manipulation ops: Shape, Reshape and Transpose, with
-// their gradient rules.
+// Schemas of the tensor-manipulation ops: Shape, Reshape, Flatten, Squeeze,
+// Unsqueeze and Transpose, with their gradient rules.
 #pragma once
 
 #include "core/op_schema.h"

@@ -81,10 +81,42 @@ TEST(TensorKernels, TransposeMatchesIndexReferenceForEveryPermutation) {
   EXPECT_THROW(run_op("Transpose", {Tensor(DType::kFloat32, {2, 3})}, {{"perm", Attribute(std::vector<int64_t>{0, 0})}}), Error);
 }
 
+TEST(TensorKernels, FlattenSqueezeUnsqueezeAreViewsWithTheInferredShape) {
+  Tensor x = random_f64({2, 3, 4}, 8);
+  struct Case {
+    const char* op;
+    std::map<std::string, Attribute> attributes;
+    std::vector<int64_t> expected;
+  };
+  const std::vector<Case> cases = {
+      {"Flatten", {}, {2, 12}},
+      {"Flatten", {{"axis", Attribute(0)}}, {1, 24}},
+      {"Flatten", {{"axis", Attribute(3)}}, {24, 1}},
+      {"Flatten", {{"axis", Attribute(-1)}}, {6, 4}},
+      {"Unsqueeze", {{"axes", Attribute(std::vector<int64_t>{0, -1})}}, {1, 2, 3, 4, 1}},
+      {"Unsqueeze", {{"axes", Attribute(std::vector<int64_t>{2})}}, {2, 3, 1, 4}},
+  };
+  for (const Case& c : cases) {
+    Tensor y = run_op(c.op, {x}, c.attributes)[0];  // the evaluator also checks y against the inferred type
+    EXPECT_EQ(y.sizes(), c.expected) << c.op;
+    EXPECT_EQ(y.raw_data(), x.raw_data()) << c.op;
+  }
+  Tensor ones = random_f64({1, 3, 1, 2}, 9);
+  EXPECT_EQ(run_op("Squeeze", {ones})[0].sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(run_op("Squeeze", {ones}, {{"axes", Attribute(std::vector<int64_t>{-2})}})[0].sizes(), (std::vector<int64_t>{1, 3, 2}));
+  EXPECT_EQ(run_op("Flatten", {Tensor(DType::kFloat32, {0, 3, 2})}, {{"axis", Attribute(2)}})[0].sizes(), (std::vector<int64_t>{0, 2}));
+  EXPECT_THROW(run_op("Squeeze", {ones}, {{"axes", Attribute(std::vector<int64_t>{1})}}), Error);  // size 3
+  EXPECT_THROW(run_op("Unsqueeze", {x}, {{"axes", Attribute(std::vector<int64_t>{1, 1})}}), Error);
+  EXPECT_THROW(run_op("Flatten", {x}, {{"axis", Attribute(4)}}), Error);
+}
+
 TEST(TensorGradients, ReshapeAndTranspose) {
   check_gradient("Reshape", {random_f64({2, 3, 4}, 5), shape_tensor({4, -1})}, {0});
   check_gradient("Transpose", {random_f64({2, 3, 4}, 6)}, {0}, {{"perm", Attribute(std::vector<int64_t>{1, 2, 0})}});
   check_gradient("Transpose", {random_f64({3, 5}, 7)}, {0});
+  check_gradient("Flatten", {random_f64({2, 3, 4}, 8)}, {0}, {{"axis", Attribute(2)}});
+  check_gradient("Squeeze", {random_f64({1, 3, 1}, 9)}, {0});
+  check_gradient("Unsqueeze", {random_f64({3, 2}, 10)}, {0}, {{"axes", Attribute(std::vector<int64_t>{1})}});
 }
 
 TEST(LinalgGradients, MatMulIncludingBroadcastBatches) {

@@ -1,6 +1,7 @@
 // smoke_model: builds a small MLP graph with the core API, checks it with the
-// verifier, saves it as .weir and .weirtxt, loads both back and checks that
-// nothing changed. The README's demo command runs it until training lands.
+// verifier, saves it as .weir and .weirtxt, loads both back, checks that
+// nothing changed, and runs the reloaded model on a seeded batch with the CPU
+// kernels. The README's demo command runs it until training lands.
 //
 //   smoke_model [OUTPUT_DIR]      (default: ./smoke-model)
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "core/model_io.h"
 #include "core/type_inference.h"
 #include "core/verifier.h"
+#include "ops/graph_evaluator.h"
 #include "ops/register_ops.h"
 
 namespace {
@@ -93,6 +95,26 @@ int main(int argc, char** argv) {
         return 1;
       }
       std::printf("saved and reloaded %s: identical, verified\n", (out / name).c_str());
+    }
+    // Run the reloaded binary model on 4 seeded images: each row of the
+    // softmax output must be a probability distribution.
+    weir::Model loaded = weir::load_model(out / "mlp.weir");
+    weir::Tensor images = seeded_normal({4, 784}, 1.0f, 42);
+    weir::Tensor probabilities = weir::evaluate_graph(*loaded.graph, {{"image", images}})[0];
+    for (int64_t row = 0; row < probabilities.sizes()[0]; ++row) {
+      const float* p = probabilities.data<float>() + row * 10;
+      double sum = 0;
+      int best = 0;
+      for (int c = 0; c < 10; ++c) {
+        sum += p[c];
+        if (p[c] > p[best]) best = c;
+      }
+      std::printf("  image %lld: class %d (p=%.3f), probabilities sum to %.6f\n", static_cast<long long>(row), best,
+                  static_cast<double>(p[best]), sum);
+      if (std::fabs(sum - 1.0) > 1e-5) {
+        std::fprintf(stderr, "error: probabilities of image %lld sum to %f\n", static_cast<long long>(row), sum);
+        return 1;
+      }
     }
     for (const auto& entry : std::filesystem::directory_iterator(out)) {
       std::printf("  %-40s %10ju bytes\n", entry.path().filename().c_str(),

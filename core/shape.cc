@@ -53,6 +53,12 @@ bool Shape::is_static() const {
   return true;
 }
 
+std::string format_sizes(const std::vector<int64_t>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? "," : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
 std::optional<int64_t> checked_num_elements(const std::vector<int64_t>& sizes) {
   int64_t count = 1;
   for (int64_t size : sizes) {

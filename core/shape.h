@@ -66,6 +66,9 @@ class Shape {
   bool has_rank_ = true;
 };
 
+// "[2,3,-1]": any list of sizes or axes, negative entries included.
+std::string format_sizes(const std::vector<int64_t>& values);
+
 // Multiplies sizes with an overflow check; nullopt on overflow or a negative size.
 std::optional<int64_t> checked_num_elements(const std::vector<int64_t>& sizes);
 

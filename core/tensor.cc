@@ -8,20 +8,11 @@ namespace weir {
 
 namespace {
 
-std::string sizes_string(const std::vector<int64_t>& sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (i > 0) text += ",";
-    text += std::to_string(sizes[i]);
-  }
-  return text + "]";
-}
-
 int64_t checked_count(const std::vector<int64_t>& sizes) {
   auto count = checked_num_elements(sizes);
   if (!count) {
     throw Error(ErrorKind::kShape,
-                "tensor sizes " + sizes_string(sizes) +
+                "tensor sizes " + format_sizes(sizes) +
                     " are negative or have more elements than fit in 64 bits");
   }
   return *count;
@@ -115,7 +106,7 @@ Tensor Tensor::reshape(std::vector<int64_t> sizes) const {
   if (count != num_elements_) {
     throw Error(ErrorKind::kShape, "cannot reshape " + type_string() + " (" +
                                        std::to_string(num_elements_) + " elements) to " +
-                                       sizes_string(sizes) + " (" + std::to_string(count) +
+                                       format_sizes(sizes) + " (" + std::to_string(count) +
                                        " elements)");
   }
   return view(0, dtype_, std::move(sizes));
@@ -152,7 +143,7 @@ bool Tensor::bitwise_equal(const Tensor& other) const {
 }
 
 std::string Tensor::type_string() const {
-  return std::string(dtype_name(dtype_)) + sizes_string(sizes_);
+  return std::string(dtype_name(dtype_)) + format_sizes(sizes_);
 }
 
 void check_dtype_matches(DType actual, DType requested) {

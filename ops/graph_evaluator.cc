@@ -1,22 +1,10 @@
 #include "ops/graph_evaluator.h"
 
 #include "core/error.h"
+#include "core/type_inference.h"
 #include "ops/register_ops.h"
 
 namespace weir {
-
-namespace {
-
-bool shape_accepts(const Shape& declared, const std::vector<int64_t>& sizes) {
-  if (!declared.has_rank()) return true;
-  if (declared.dims().size() != sizes.size()) return false;
-  for (size_t axis = 0; axis < sizes.size(); ++axis) {
-    if (declared[axis].is_static() && declared[axis].size() != sizes[axis]) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::unordered_map<const Value*, Tensor> evaluate_all_values(const Graph& graph,
                                                              const std::map<std::string, Tensor>& feeds,
@@ -38,8 +26,7 @@ std::unordered_map<const Value*, Tensor> evaluate_all_values(const Graph& graph,
                                                    ") was not fed");
     }
     const Tensor& tensor = fed->second;
-    if ((input->dtype() != DType::kUndefined && tensor.dtype() != input->dtype()) ||
-        !shape_accepts(input->shape(), tensor.sizes())) {
+    if (!types_compatible(input->type(), {tensor.dtype(), tensor.shape()})) {
       throw Error(ErrorKind::kInvalidArgument, "graph input '" + input->name() + "' expects " +
                                                    input->type().to_string() + ", got " + tensor.type_string());
     }
@@ -65,8 +52,7 @@ std::unordered_map<const Value*, Tensor> evaluate_all_values(const Graph& graph,
       if (!result.defined()) {
         throw Error(ErrorKind::kInternal, "kernel left output " + std::to_string(i) + " unset").with_node(node->name());
       }
-      if ((output->dtype() != DType::kUndefined && result.dtype() != output->dtype()) ||
-          !shape_accepts(output->shape(), result.sizes())) {
+      if (!types_compatible(output->type(), {result.dtype(), result.shape()})) {
         throw Error(ErrorKind::kInternal, "kernel produced " + result.type_string() + " for output '" +
                                               output->name() + "', declared " + output->type().to_string())
             .with_node(node->name());

@@ -4,6 +4,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/error.h"
 #include "core/graph.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/threading.h"
@@ -33,11 +34,15 @@ To convert(From value) {
 
 class CastKernel final : public OpKernel {
  public:
-  explicit CastKernel(const Node& node) : to_(static_cast<DType>(node.attr("to").i())) {}
+  explicit CastKernel(const Node& node) : to_(static_cast<DType>(node.attr("to").i())) {
+    if (!is_valid_dtype(static_cast<int32_t>(to_))) {
+      throw Error(ErrorKind::kInvalidArgument, "Cast 'to' = " + std::to_string(node.attr("to").i()) +
+                                                   " is not a Weir dtype code").with_node(node.name());
+    }
+  }
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (!is_valid_dtype(static_cast<int32_t>(to_))) ctx.fail("'to' is not a dtype code: " + std::to_string(static_cast<int>(to_)));
     if (x.dtype() == to_) {
       ctx.set_output(0, x);
       return;

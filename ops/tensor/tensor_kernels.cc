@@ -8,12 +8,6 @@ namespace weir {
 
 namespace {
 
-std::string list_string(const std::vector<int64_t>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? "," : "") + std::to_string(values[i]);
-  return text + "]";
-}
-
 class ShapeKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
@@ -37,25 +31,25 @@ class ReshapeKernel final : public OpKernel {
     int inferred = -1;
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (sizes[i] == 0 && !allow_zero_) {
-        if (i >= data.sizes().size()) ctx.fail("shape " + list_string(requested) + " copies axis " + std::to_string(i) + " of " + data.type_string());
+        if (i >= data.sizes().size()) ctx.fail("shape " + format_sizes(requested) + " copies axis " + std::to_string(i) + " of " + data.type_string());
         sizes[i] = data.sizes()[i];
       }
       if (sizes[i] == -1) {
-        if (inferred >= 0) ctx.fail("shape " + list_string(requested) + " has more than one -1");
+        if (inferred >= 0) ctx.fail("shape " + format_sizes(requested) + " has more than one -1");
         inferred = static_cast<int>(i);
         continue;
       }
-      if (sizes[i] < 0) ctx.fail("shape " + list_string(requested) + " has a negative entry other than -1");
-      if (__builtin_mul_overflow(known, sizes[i], &known)) ctx.fail("shape " + list_string(requested) + " overflows");
+      if (sizes[i] < 0) ctx.fail("shape " + format_sizes(requested) + " has a negative entry other than -1");
+      if (__builtin_mul_overflow(known, sizes[i], &known)) ctx.fail("shape " + format_sizes(requested) + " overflows");
     }
     if (inferred >= 0) {
       if (known == 0 || data.num_elements() % known != 0) {
-        ctx.fail("cannot infer the -1 in " + list_string(requested) + " for " + data.type_string());
+        ctx.fail("cannot infer the -1 in " + format_sizes(requested) + " for " + data.type_string());
       }
       sizes[static_cast<size_t>(inferred)] = data.num_elements() / known;
     } else if (known != data.num_elements()) {
       ctx.fail("cannot reshape " + data.type_string() + " (" + std::to_string(data.num_elements()) + " elements) to " +
-               list_string(sizes));
+               format_sizes(sizes));
     }
     ctx.set_output(0, data.reshape(sizes));
   }
@@ -74,13 +68,8 @@ class FlattenKernel final : public OpKernel {
     int64_t rank = x.rank(), axis = axis_;
     if (axis < -rank || axis > rank) ctx.fail("axis " + std::to_string(axis_) + " is out of range for " + x.type_string());
     if (axis < 0) axis += rank;
-    int64_t rows = 1;
-    for (int64_t i = 0; i < axis; ++i) rows *= x.sizes()[static_cast<size_t>(i)];
-    int64_t columns = rows == 0 ? 0 : x.num_elements() / rows;
-    if (rows == 0) {
-      columns = 1;
-      for (int64_t i = axis; i < rank; ++i) columns *= x.sizes()[static_cast<size_t>(i)];
-    }
+    int64_t rows = 1, columns = 1;
+    for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : columns) *= x.sizes()[static_cast<size_t>(i)];
     ctx.set_output(0, x.reshape({rows, columns}));
   }
 
@@ -159,7 +148,7 @@ class TransposeKernel final : public OpKernel {
       valid = valid && axis >= 0 && axis < static_cast<int64_t>(rank) && !seen[static_cast<size_t>(axis)];
       if (valid) seen[static_cast<size_t>(axis)] = true;
     }
-    if (!valid) ctx.fail("perm " + list_string(perm) + " is not a permutation of the axes of " + x.type_string());
+    if (!valid) ctx.fail("perm " + format_sizes(perm) + " is not a permutation of the axes of " + x.type_string());
 
     std::vector<int64_t> in_strides(rank, 1);
     for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * x.sizes()[i];

@@ -12,12 +12,6 @@ namespace {
 
 const std::vector<DType> kAnyType = {std::begin(kAllDTypes), std::end(kAllDTypes)};
 
-std::string list_string(const std::vector<int64_t>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? "," : "") + std::to_string(values[i]);
-  return text + "]";
-}
-
 // Output sizes of Reshape for `input` and requested `shape` (0 copies a dim
 // unless allowzero, -1 is inferred). Dims that cannot be known statically
 // become a symbol named after the node. Fails via ctx on a bad request.
@@ -26,7 +20,7 @@ Shape reshape_result(const Shape& input, const std::vector<int64_t>& shape, bool
   int inferred_axis = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (inferred_axis >= 0) ctx.fail("shape " + list_string(shape) + " has more than one -1");
+      if (inferred_axis >= 0) ctx.fail("shape " + format_sizes(shape) + " has more than one -1");
       inferred_axis = static_cast<int>(i);
       dims.push_back(Dim(1));  // placeholder
     } else if (shape[i] == 0 && !allow_zero) {
@@ -104,7 +98,7 @@ std::vector<int64_t> transpose_perm(const InferenceContext& ctx, int64_t rank) {
   std::vector<int64_t> identity(static_cast<size_t>(rank));
   std::iota(identity.begin(), identity.end(), 0);
   if (sorted != identity) {
-    ctx.fail("perm " + list_string(perm) + " is not a permutation of the " + std::to_string(rank) + " axes");
+    ctx.fail("perm " + format_sizes(perm) + " is not a permutation of the " + std::to_string(rank) + " axes");
   }
   return perm;
 }

@@ -11,6 +11,8 @@
 #include "ops/linalg/matmul_kernels.h"
 #include "ops/loss/loss_kernels.h"
 #include "ops/loss/loss_schemas.h"
+#include "ops/nn/conv_kernels.h"
+#include "ops/nn/conv_schemas.h"
 #include "ops/nn/softmax_kernels.h"
 #include "ops/reduce/reduce_kernels.h"
 #include "ops/reduce/reduce_schemas.h"
@@ -26,6 +28,7 @@ void register_all_ops(OpRegistry& registry) {
   register_cast_schema(registry);
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
+  register_conv_schemas(registry);
   register_tensor_schemas(registry);
   register_reduce_schemas(registry);
   register_loss_schemas(registry);
@@ -49,6 +52,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_matmul_cpu_kernels(registry);
   register_tensor_cpu_kernels(registry);
   register_softmax_cpu_kernels(registry);
+  register_conv_cpu_kernels(registry);
   register_reduce_cpu_kernels(registry);
   register_loss_cpu_kernels(registry);
 }

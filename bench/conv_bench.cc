@@ -1,0 +1,67 @@
+// Conv through Weir's kernel API (created once, run many times, as a plan
+// runs it), in GFLOP/s, forward and both backward directions. Inputs and
+// outputs are plain NCHW, so each run includes oneDNN's reorders to and from
+// its blocked layout; the layout pass (later) keeps activations blocked.
+// Reference from shared/DEPENDENCIES.md: oneDNN's own 3x3 conv f32 N1 C64
+// 56x56 K64 at ~420 GFLOP/s, bf16 ~880, on this machine's 2 cores.
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "core/graph.h"
+#include "ops/register_ops.h"
+
+namespace {
+
+weir::Tensor random_tensor(weir::DType dtype, std::vector<int64_t> sizes) {
+  weir::Tensor f32(weir::DType::kFloat32, sizes);
+  std::mt19937 engine(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (int64_t i = 0; i < f32.num_elements(); ++i) f32.data<float>()[i] = uniform(engine);
+  if (dtype == weir::DType::kFloat32) return f32;
+  weir::Tensor out(dtype, sizes);
+  for (int64_t i = 0; i < f32.num_elements(); ++i) out.data<weir::BFloat16>()[i] = weir::BFloat16(f32.data<float>()[i]);
+  return out;
+}
+
+// state.range: batch, channels (in = out), spatial size, kernel size (pad k/2, stride 1).
+// Op 0 = Conv, 1 = ConvGradData, 2 = ConvGradWeight.
+template <weir::DType kDType, int kOp>
+void BM_Conv(benchmark::State& state) {
+  const int64_t n = state.range(0), c = state.range(1), hw = state.range(2), k = state.range(3);
+  std::vector<int64_t> xs = {n, c, hw, hw}, ws = {c, c, k, k};
+  weir::Graph g("bench");
+  weir::Value* x = g.add_input("x", {kDType, weir::Shape::from_sizes(xs)});
+  weir::Value* w = g.add_input("w", {kDType, weir::Shape::from_sizes(ws)});
+  weir::Value* dy = g.add_input("dy", {kDType, weir::Shape::from_sizes(xs)});
+  std::map<std::string, weir::Attribute> attrs = {{"pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2}}};
+  static const char* kOps[] = {"Conv", "ConvGradData", "ConvGradWeight"};
+  std::vector<weir::Value*> inputs = kOp == 0 ? std::vector<weir::Value*>{x, w}
+                                     : kOp == 1 ? std::vector<weir::Value*>{dy, w, x}
+                                                : std::vector<weir::Value*>{dy, x, w};
+  weir::Node* node = g.add_node(kOps[kOp], inputs, 1, attrs);
+  auto kernel = weir::default_kernel_registry().create(*node, weir::DeviceType::kCpu);
+  weir::Tensor tx = random_tensor(kDType, xs), tw = random_tensor(kDType, ws), tdy = random_tensor(kDType, xs);
+  std::vector<weir::Tensor> feeds = kOp == 0 ? std::vector<weir::Tensor>{tx, tw}
+                                    : kOp == 1 ? std::vector<weir::Tensor>{tdy, tw, tx}
+                                               : std::vector<weir::Tensor>{tdy, tx, tw};
+  for (auto _ : state) {
+    weir::KernelContext ctx(*node, feeds, weir::cpu_allocator());
+    kernel->compute(ctx);
+    benchmark::DoNotOptimize(ctx.output(0).raw_data());
+  }
+  double flops = 2.0 * static_cast<double>(n * c * hw * hw * c * k * k);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+#define WEIR_CONV_BENCH(dtype, op, label)                                                       \
+  BENCHMARK(BM_Conv<weir::DType::dtype, op>)->Name(label)->Args({1, 64, 56, 3})->Args({1, 256, 14, 3}) \
+      ->Args({32, 64, 28, 3})->Unit(benchmark::kMillisecond)->UseRealTime()
+WEIR_CONV_BENCH(kFloat32, 0, "Conv/f32");
+WEIR_CONV_BENCH(kBFloat16, 0, "Conv/bf16");
+WEIR_CONV_BENCH(kFloat32, 1, "ConvGradData/f32");
+WEIR_CONV_BENCH(kFloat32, 2, "ConvGradWeight/f32");
+#undef WEIR_CONV_BENCH
+
+}  // namespace

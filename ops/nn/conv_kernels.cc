@@ -1,0 +1,236 @@
+#include "ops/nn/conv_kernels.h"
+
+#include <memory>
+
+#include "core/half.h"
+#include "ops/cast/cast.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/nn/dnnl_conv.h"
+#include "ops/threading.h"
+
+namespace weir {
+
+namespace {
+
+Tensor widen(const Tensor& t) {
+  Tensor wide = Tensor::uninitialized(DType::kFloat32, t.sizes());
+  cast_elements(t.dtype(), t.raw_data(), DType::kFloat32, wide.raw_data(), t.num_elements());
+  return wide;
+}
+
+// Runs one direction of `p`: forward (a = in, b = weight), backward data
+// (a = d_out, b = weight) or backward weights (a = d_out, b = in), writing `out`.
+void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p, const Tensor& a, const Tensor& b,
+                   const Tensor* bias, Tensor& out) {
+  DType dtype = out.dtype();
+  if (DnnlConv::supports(dtype)) {
+    const void* bias_data = bias != nullptr ? bias->raw_data() : nullptr;
+    switch (direction) {
+      case ConvDirection::kForward: dnnl.forward(dtype, p, a.raw_data(), b.raw_data(), bias_data, out.raw_data()); return;
+      case ConvDirection::kBackwardData: dnnl.backward_data(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
+      case ConvDirection::kBackwardWeights: dnnl.backward_weights(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
+    }
+  }
+  if (dtype == DType::kFloat16) {
+    Tensor wide_bias = bias != nullptr ? widen(*bias) : Tensor();
+    Tensor wide_out = Tensor::uninitialized(DType::kFloat32, out.sizes());
+    run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out);
+    cast_elements(DType::kFloat32, wide_out.raw_data(), DType::kFloat16, out.raw_data(), out.num_elements());
+    return;
+  }
+  dispatch_dtype(dtype, [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      switch (direction) {
+        case ConvDirection::kForward:
+          conv_forward_direct<T>(p, a.data<T>(), b.data<T>(), bias != nullptr ? bias->data<T>() : nullptr, out.data<T>());
+          return;
+        case ConvDirection::kBackwardData: conv_backward_data_direct<T>(p, a.data<T>(), b.data<T>(), out.data<T>()); return;
+        case ConvDirection::kBackwardWeights:
+          conv_backward_weights_direct<T>(p, a.data<T>(), b.data<T>(), out.data<T>());
+          return;
+      }
+    }
+    throw Error(ErrorKind::kInternal, "no convolution for " + std::string(dtype_name(dtype)));
+  });
+}
+
+// Adds bias[k] to every element of channel k of `y` [N, K, ...].
+void add_channel_bias(Tensor& y, const Tensor& bias) {
+  int64_t batch = y.sizes()[0], channels = y.sizes()[1];
+  int64_t plane = channels == 0 || batch == 0 ? 0 : y.num_elements() / (batch * channels);
+  dispatch_dtype(y.dtype(), [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      T* data = y.data<T>();
+      const T* b = bias.data<T>();
+      parallel_for(batch * channels, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t job = begin; job < end; ++job) {
+          auto value = load(b[job % channels]);
+          T* row = data + job * plane;
+          for (int64_t i = 0; i < plane; ++i) row[i] = store<T>(load(row[i]) + value);
+        }
+      });
+    }
+  });
+}
+
+bool is_empty(const std::vector<int64_t>& sizes) {
+  for (int64_t size : sizes) {
+    if (size == 0) return true;
+  }
+  return false;
+}
+
+void check_same_dtype(const KernelContext& ctx, DType dtype) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i) && ctx.input(i).dtype() != dtype) {
+      ctx.fail("input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.input(i).dtype())) + "; expected " +
+               std::string(dtype_name(dtype)));
+    }
+  }
+}
+
+// Conv (kForward) and ConvTranspose (kTranspose).
+class ConvKernel final : public OpKernel {
+ public:
+  explicit ConvKernel(ConvKind kind) : kind_(kind) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    check_same_dtype(ctx, x.dtype());
+    ConvProblem p = conv_problem(ctx.node(), kind_, x.sizes(), w.sizes());
+    bool forward = kind_ == ConvKind::kForward;
+    std::vector<int64_t> y_sizes = forward ? p.out_sizes() : p.in_sizes();
+    const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != y_sizes[1])) {
+      ctx.fail("bias has shape " + format_sizes(bias->sizes()) + "; expected [" + std::to_string(y_sizes[1]) +
+               "], one value per output channel");
+    }
+    bool empty = is_empty(x.sizes()) || is_empty(w.sizes()) || is_empty(y_sizes);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), y_sizes,
+                                    empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
+    if (empty) {
+      if (bias != nullptr && y.num_elements() > 0) add_channel_bias(y, *bias);
+      return;
+    }
+    if (forward) {
+      run_direction(dnnl_, ConvDirection::kForward, p, x, w, bias, y);
+    } else {
+      run_direction(dnnl_, ConvDirection::kBackwardData, p, x, w, nullptr, y);
+      if (bias != nullptr) add_channel_bias(y, *bias);
+    }
+  }
+
+ private:
+  ConvKind kind_;
+  DnnlConv dnnl_;
+};
+
+bool transposed(const Node& node) { return node.has_attr("transposed") && node.attr("transposed").i() != 0; }
+
+// ConvGradData(dY, W, X) -> dX.
+class ConvGradDataKernel final : public OpKernel {
+ public:
+  explicit ConvGradDataKernel(const Node& node) : transposed_(transposed(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor& x = ctx.input(2);
+    check_same_dtype(ctx, dy.dtype());
+    ConvProblem p = conv_problem(ctx.node(), transposed_ ? ConvKind::kTranspose : ConvKind::kForward, x.sizes(), w.sizes());
+    std::vector<int64_t> expected = transposed_ ? p.in_sizes() : p.out_sizes();
+    if (dy.sizes() != expected) {
+      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
+    }
+    bool empty = is_empty(dy.sizes()) || is_empty(w.sizes()) || is_empty(x.sizes());
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), x.sizes(),
+                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
+    if (empty) return;
+    // Conv's data gradient is its backward-data direction; ConvTranspose's is a forward conv.
+    run_direction(dnnl_, transposed_ ? ConvDirection::kForward : ConvDirection::kBackwardData, p, dy, w, nullptr, dx);
+  }
+
+ private:
+  bool transposed_;
+  DnnlConv dnnl_;
+};
+
+// ConvGradWeight(dY, X, W) -> dW.
+class ConvGradWeightKernel final : public OpKernel {
+ public:
+  explicit ConvGradWeightKernel(const Node& node) : transposed_(transposed(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& w = ctx.input(2);
+    check_same_dtype(ctx, dy.dtype());
+    ConvProblem p = conv_problem(ctx.node(), transposed_ ? ConvKind::kTranspose : ConvKind::kForward, x.sizes(), w.sizes());
+    std::vector<int64_t> expected = transposed_ ? p.in_sizes() : p.out_sizes();
+    if (dy.sizes() != expected) {
+      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
+    }
+    bool empty = is_empty(dy.sizes()) || is_empty(w.sizes()) || is_empty(x.sizes());
+    Tensor& dw = ctx.allocate_output(0, dy.dtype(), w.sizes(),
+                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
+    if (empty) return;
+    // For ConvTranspose the problem's output is X and its input is Y.
+    if (transposed_) {
+      run_direction(dnnl_, ConvDirection::kBackwardWeights, p, x, dy, nullptr, dw);
+    } else {
+      run_direction(dnnl_, ConvDirection::kBackwardWeights, p, dy, x, nullptr, dw);
+    }
+  }
+
+ private:
+  bool transposed_;
+  DnnlConv dnnl_;
+};
+
+// ConvGradBias(dY) -> dB: sums over the batch and spatial axes.
+class ConvGradBiasKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    if (dy.rank() < 2) ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; expected [N, C, ...]");
+    int64_t batch = dy.sizes()[0], channels = dy.sizes()[1];
+    int64_t plane = batch * channels == 0 ? 0 : dy.num_elements() / (batch * channels);
+    Tensor& db = ctx.allocate_output(0, dy.dtype(), {channels}, KernelContext::Fill::kUninitialized);
+    dispatch_dtype(dy.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        const T* in = dy.data<T>();
+        T* out = db.data<T>();
+        parallel_for(channels, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t k = begin; k < end; ++k) {
+            C sum = 0;
+            for (int64_t n = 0; n < batch; ++n) {
+              const T* row = in + (n * channels + k) * plane;
+              for (int64_t i = 0; i < plane; ++i) sum += static_cast<C>(load(row[i]));
+            }
+            out[k] = store<T>(static_cast<ComputeType<T>>(sum));
+          }
+        });
+      }
+    });
+  }
+};
+
+}  // namespace
+
+void register_conv_cpu_kernels(KernelRegistry& registry) {
+  const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+  registry.add("Conv", DeviceType::kCpu, types,
+               [](const Node&) { return std::make_unique<ConvKernel>(ConvKind::kForward); });
+  registry.add("ConvTranspose", DeviceType::kCpu, types,
+               [](const Node&) { return std::make_unique<ConvKernel>(ConvKind::kTranspose); });
+  registry.add("ConvGradData", DeviceType::kCpu, types,
+               [](const Node& node) { return std::make_unique<ConvGradDataKernel>(node); });
+  registry.add("ConvGradWeight", DeviceType::kCpu, types,
+               [](const Node& node) { return std::make_unique<ConvGradWeightKernel>(node); });
+  registry.add("ConvGradBias", DeviceType::kCpu, types,
+               [](const Node&) { return std::make_unique<ConvGradBiasKernel>(); });
+}
+
+}  // namespace weir

@@ -1,0 +1,154 @@
+#include "ops/nn/conv_schemas.h"
+
+#include "core/graph.h"
+#include "ops/nn/conv_problem.h"
+
+namespace weir {
+
+namespace {
+
+const std::vector<DType> kConvTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+
+// Output type of Conv / ConvTranspose with input `x` and weight `w`. Static
+// spatial sizes give static output sizes; anything symbolic gives fresh symbols.
+TensorType conv_output_type(InferenceContext& ctx, ConvKind kind, const TensorType& x, const TensorType& w) {
+  if (!x.shape.has_rank() || !w.shape.has_rank()) return {x.dtype, Shape::unknown_rank()};
+  int64_t rank = x.shape.rank();
+  if (rank < 3 || rank > 5 || w.shape.rank() != rank) {
+    ctx.fail("input " + x.shape.to_string() + " and weight " + w.shape.to_string() +
+             " must both be [N, C, spatial...] with 1 to 3 spatial axes");
+  }
+  const Node& node = ctx.node();
+  int64_t group = ctx.has_attr("group") ? ctx.attr_int("group") : 1;
+  auto fresh = [&](int64_t axis) { return Dim::symbol(node.name() + ":" + std::to_string(axis)); };
+  std::vector<Dim> dims(static_cast<size_t>(rank));
+  dims[0] = x.shape[0];
+  if (w.shape.is_static()) {
+    std::vector<int64_t> ws = w.shape.sizes();
+    dims[1] = Dim(kind == ConvKind::kForward ? ws[0] : ws[1] * group);
+    bool spatial_static = true;
+    for (int64_t i = 2; i < rank; ++i) spatial_static = spatial_static && x.shape[static_cast<size_t>(i)].is_static();
+    // Channel and spatial checks need sizes: stand in for a symbolic batch or channel.
+    std::vector<int64_t> xs(static_cast<size_t>(rank), 1);
+    xs[1] = x.shape[1].is_static() ? x.shape[1].size() : (kind == ConvKind::kForward ? ws[1] * group : ws[0]);
+    for (int64_t i = 2; i < rank; ++i) {
+      xs[static_cast<size_t>(i)] = spatial_static ? x.shape[static_cast<size_t>(i)].size() : 1 + ws[static_cast<size_t>(i)];
+    }
+    ConvProblem p = conv_problem(node, kind, xs, ws);
+    for (int64_t i = 2; i < rank; ++i) {
+      auto axis = static_cast<size_t>(i - 2);
+      int64_t size = kind == ConvKind::kForward ? p.out[axis] : p.in[axis];
+      dims[static_cast<size_t>(i)] = spatial_static ? Dim(size) : fresh(i);
+    }
+  } else {
+    for (int64_t i = 1; i < rank; ++i) dims[static_cast<size_t>(i)] = fresh(i);
+  }
+  return {x.dtype, Shape(std::move(dims))};
+}
+
+void check_bias(InferenceContext& ctx, const TensorType& y) {
+  const TensorType* bias = ctx.input_type(2);
+  if (bias == nullptr || !bias->shape.has_rank()) return;
+  if (bias->shape.rank() != 1 || (bias->shape[0].is_static() && y.shape.has_rank() && y.shape[1].is_static() &&
+                                  bias->shape[0].size() != y.shape[1].size())) {
+    ctx.fail("bias " + bias->shape.to_string() + " must be 1-D with one value per output channel (" +
+             (y.shape.has_rank() ? y.shape[1].to_string() : std::string("?")) + ")");
+  }
+}
+
+ShapeInferenceFn infer_conv(ConvKind kind) {
+  return [kind](InferenceContext& ctx) {
+    const TensorType* x = ctx.input_type(0);
+    const TensorType* w = ctx.input_type(1);
+    if (x == nullptr || w == nullptr) return;
+    TensorType y = conv_output_type(ctx, kind, *x, *w);
+    check_bias(ctx, y);
+    ctx.set_output_type(0, std::move(y));
+  };
+}
+
+std::map<std::string, Attribute> backward_attributes(const Node& node, bool transposed) {
+  std::map<std::string, Attribute> attributes = node.attributes();
+  attributes["transposed"] = Attribute(int64_t{transposed ? 1 : 0});
+  return attributes;
+}
+
+GradientFn conv_gradient(bool transposed) {
+  return [transposed](GradientContext& ctx) {
+    Value* grad = ctx.output_grad(0);
+    if (grad == nullptr) return;
+    const Node& node = ctx.node();
+    Value* x = node.input(0);
+    Value* w = node.input(1);
+    ctx.set_input_grad(0, ctx.emit("ConvGradData", {grad, w, x}, 1, backward_attributes(node, transposed))[0]);
+    ctx.set_input_grad(1, ctx.emit("ConvGradWeight", {grad, x, w}, 1, backward_attributes(node, transposed))[0]);
+    if (node.num_inputs() > 2 && node.input(2) != nullptr) ctx.set_input_grad(2, ctx.emit("ConvGradBias", {grad})[0]);
+  };
+}
+
+OpSchema& conv_attributes(OpSchema& schema) {
+  return schema.attr("auto_pad", AttrType::kString, Attribute("NOTSET"))
+      .attr("dilations", AttrType::kInts)
+      .attr("group", AttrType::kInt, Attribute(int64_t{1}))
+      .attr("kernel_shape", AttrType::kInts)
+      .attr("pads", AttrType::kInts)
+      .attr("strides", AttrType::kInts);
+}
+
+OpSchema conv(const char* name, ConvKind kind, const char* doc) {
+  OpSchema schema(name);
+  schema.input("X", "T").input("W", "T").input("B", "T", Arity::kOptional).output("Y", "T").type_constraint("T", kConvTypes);
+  conv_attributes(schema);
+  if (kind == ConvKind::kTranspose) {
+    schema.attr("output_padding", AttrType::kInts).attr("output_shape", AttrType::kInts);
+  }
+  schema.infer(infer_conv(kind)).gradient(conv_gradient(kind == ConvKind::kTranspose)).doc(doc);
+  return schema;
+}
+
+// A backward op: inputs named by `inputs`, output typed like input `like`.
+OpSchema conv_backward(const char* name, std::vector<const char*> inputs, size_t like, const char* doc) {
+  OpSchema schema(name);
+  for (const char* input : inputs) schema.input(input, "T");
+  schema.output("grad", "T").type_constraint("T", kConvTypes);
+  conv_attributes(schema);
+  schema.attr("output_padding", AttrType::kInts)
+      .attr("output_shape", AttrType::kInts)
+      .attr("transposed", AttrType::kInt, Attribute(int64_t{0}))
+      .infer([like](InferenceContext& ctx) {
+        if (const TensorType* type = ctx.input_type(like)) ctx.set_output_type(0, *type);
+      })
+      .doc(doc);
+  return schema;
+}
+
+}  // namespace
+
+void register_conv_schemas(OpRegistry& registry) {
+  registry.add(conv("Conv", ConvKind::kForward,
+                    "N-D convolution (1 to 3 spatial axes) of X [N, C, ...] with W [K, C/group, k...], plus B [K]"));
+  registry.add(conv("ConvTranspose", ConvKind::kTranspose,
+                    "transposed convolution of X [N, C, ...] with W [C, K/group, k...], plus B [K]"));
+  registry.add(conv_backward("ConvGradData", {"dY", "W", "X"}, 2,
+                             "gradient of Conv (or ConvTranspose when transposed=1) with respect to X"));
+  registry.add(conv_backward("ConvGradWeight", {"dY", "X", "W"}, 2,
+                             "gradient of Conv (or ConvTranspose when transposed=1) with respect to W"));
+  OpSchema bias("ConvGradBias");
+  bias.input("dY", "T")
+      .output("dB", "T")
+      .type_constraint("T", kConvTypes)
+      .infer([](InferenceContext& ctx) {
+        const TensorType* dy = ctx.input_type(0);
+        if (dy == nullptr) return;
+        if (!dy->shape.has_rank()) {
+          ctx.set_output_type(0, {dy->dtype, Shape{Dim::symbol(ctx.node().name() + ":0")}});
+          return;
+        }
+        if (dy->shape.rank() < 2) ctx.fail("dY " + dy->shape.to_string() + " has no channel axis");
+        ctx.set_output_type(0, {dy->dtype, Shape{dy->shape[1]}});
+      })
+      .doc("sum of dY over every axis but the channel axis 1: the gradient of a convolution's bias");
+  registry.add(std::move(bias));
+}
+
+}  // namespace weir

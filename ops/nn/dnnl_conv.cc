@@ -1,0 +1,238 @@
+#include "ops/nn/dnnl_conv.h"
+
+#include <dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+
+namespace weir {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+using Direction = ConvDirection;
+
+memory::data_type dnnl_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return memory::data_type::f32;
+    case DType::kBFloat16: return memory::data_type::bf16;
+    default: throw Error(ErrorKind::kInternal, "no oneDNN convolution for " + std::string(dtype_name(dtype)));
+  }
+}
+
+memory::dims spatial(const std::array<int64_t, 3>& values, size_t rank, int64_t minus = 0) {
+  memory::dims dims;
+  for (size_t i = 0; i < rank; ++i) dims.push_back(values[i] - minus);
+  return dims;
+}
+
+struct Descs {
+  memory::desc in, weight, out, bias;  // plain user layouts
+};
+
+Descs plain_descs(DType dtype, const ConvProblem& p) {
+  static const Tag data_tags[] = {Tag::ncw, Tag::nchw, Tag::ncdhw};
+  static const Tag weight_tags[] = {Tag::oiw, Tag::oihw, Tag::oidhw};
+  static const Tag group_tags[] = {Tag::goiw, Tag::goihw, Tag::goidhw};
+  memory::data_type type = dnnl_type(dtype);
+  size_t r = p.spatial_rank - 1;
+  Descs d;
+  d.in = memory::desc(memory::dims(p.in_sizes()), type, data_tags[r]);
+  d.out = memory::desc(memory::dims(p.out_sizes()), type, data_tags[r]);
+  memory::dims kernel = spatial(p.kernel, p.spatial_rank);
+  if (p.group == 1) {
+    memory::dims w = {p.out_channels, p.in_channels};
+    w.insert(w.end(), kernel.begin(), kernel.end());
+    d.weight = memory::desc(w, type, weight_tags[r]);
+  } else {
+    memory::dims w = {p.group, p.out_channels / p.group, p.in_channels / p.group};
+    w.insert(w.end(), kernel.begin(), kernel.end());
+    d.weight = memory::desc(w, type, group_tags[r]);
+  }
+  d.bias = memory::desc({p.out_channels}, type, Tag::x);
+  return d;
+}
+
+memory::desc any_like(const memory::desc& plain) {
+  return memory::desc(plain.dims(), plain.data_type(), Tag::any);
+}
+
+// One argument of a cached primitive: the layout the primitive wants, and the
+// reorders between it and the plain layout when they differ.
+struct Operand {
+  int arg = 0;
+  memory::desc plain, wanted;
+  std::optional<dnnl::reorder> to_wanted, to_plain;
+
+  Operand(int argument, const memory::desc& user, const memory::desc& chosen, bool is_output,
+          const dnnl::engine& engine)
+      : arg(argument), plain(user), wanted(chosen) {
+    if (plain == wanted) return;
+    if (is_output) {
+      to_plain = dnnl::reorder(dnnl::reorder::primitive_desc(engine, wanted, engine, plain));
+    } else {
+      to_wanted = dnnl::reorder(dnnl::reorder::primitive_desc(engine, plain, engine, wanted));
+    }
+  }
+};
+
+struct Cached {
+  dnnl::primitive primitive;
+  memory::desc scratchpad;
+  std::vector<Operand> inputs;
+  Operand output;
+  std::optional<memory::desc> bias;  // forward with bias: plain, never reordered
+  // Reorder targets and scratchpad, kept between runs: fresh large buffers
+  // would page-fault on every run. Whoever holds `buffers_busy` uses them;
+  // a concurrent run allocates its own.
+  std::mutex buffers_busy;
+  std::vector<memory> buffers;  // one per input, the output, the scratchpad; empty until first use
+};
+
+dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const ConvProblem& p, bool with_bias,
+                                                    dnnl::prop_kind kind, const dnnl::engine& engine,
+                                                    const dnnl::primitive_attr& attr) {
+  memory::dims strides = spatial(p.strides, p.spatial_rank), dilates = spatial(p.dilations, p.spatial_rank, 1);
+  memory::dims pl = spatial(p.pads_begin, p.spatial_rank), pr = spatial(p.pads_end, p.spatial_rank);
+  if (with_bias) {
+    dnnl::convolution_forward::desc desc(kind, dnnl::algorithm::convolution_direct, any_like(d.in),
+                                         any_like(d.weight), d.bias, any_like(d.out), strides, dilates, pl, pr);
+    return {desc, attr, engine};
+  }
+  dnnl::convolution_forward::desc desc(kind, dnnl::algorithm::convolution_direct, any_like(d.in), any_like(d.weight),
+                                       any_like(d.out), strides, dilates, pl, pr);
+  return {desc, attr, engine};
+}
+
+}  // namespace
+
+struct DnnlConv::Impl {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex mutex;
+  using Key = std::tuple<Direction, DType, bool, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
+                         std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
+                         std::array<int64_t, 3>, std::array<int64_t, 3>>;
+  std::map<Key, std::shared_ptr<Cached>> cache;
+
+  std::shared_ptr<Cached> get(Direction direction, DType dtype, const ConvProblem& p, bool with_bias) {
+    Key key{direction, dtype, with_bias, p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
+            p.kernel, p.strides, p.dilations, p.pads_begin, p.pads_end};
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = cache.find(key);
+    if (found != cache.end()) return found->second;
+    std::shared_ptr<Cached> created = build(direction, dtype, p, with_bias);
+    cache.emplace(key, created);
+    return created;
+  }
+
+  std::shared_ptr<Cached> build(Direction direction, DType dtype, const ConvProblem& p, bool with_bias) {
+    Descs d = plain_descs(dtype, p);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    memory::dims strides = spatial(p.strides, p.spatial_rank), dilates = spatial(p.dilations, p.spatial_rank, 1);
+    memory::dims pl = spatial(p.pads_begin, p.spatial_rank), pr = spatial(p.pads_end, p.spatial_rank);
+    if (direction == Direction::kForward) {
+      auto pd = forward_pd(d, p, with_bias, dnnl::prop_kind::forward_inference, engine, attr);
+      auto c = std::shared_ptr<Cached>(new Cached{dnnl::convolution_forward(pd), pd.scratchpad_desc(),
+                                                  {Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine),
+                                                   Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
+                                                  Operand(DNNL_ARG_DST, d.out, pd.dst_desc(), true, engine),
+                                                  std::nullopt, {}, {}});
+      if (with_bias) c->bias = d.bias;
+      return c;
+    }
+    dnnl::primitive_attr plain_attr;
+    auto hint = forward_pd(d, p, false, dnnl::prop_kind::forward_training, engine, plain_attr);
+    if (direction == Direction::kBackwardData) {
+      dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, any_like(d.in),
+                                                 any_like(d.weight), any_like(d.out), strides, dilates, pl, pr);
+      dnnl::convolution_backward_data::primitive_desc pd(desc, attr, engine, hint);
+      return std::shared_ptr<Cached>(new Cached{dnnl::convolution_backward_data(pd), pd.scratchpad_desc(),
+                                                {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
+                                                 Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
+                                                Operand(DNNL_ARG_DIFF_SRC, d.in, pd.diff_src_desc(), true, engine),
+                                                std::nullopt, {}, {}});
+    }
+    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, any_like(d.in),
+                                                  any_like(d.weight), any_like(d.out), strides, dilates, pl, pr);
+    dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine, hint);
+    return std::shared_ptr<Cached>(new Cached{dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(),
+                                              {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
+                                               Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine)},
+                                              Operand(DNNL_ARG_DIFF_WEIGHTS, d.weight, pd.diff_weights_desc(), true, engine),
+                                              std::nullopt, {}, {}});
+  }
+
+  void run(Direction direction, DType dtype, const ConvProblem& p, const void* a, const void* b, const void* bias,
+           void* result) {
+    std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr);
+    std::unique_lock<std::mutex> own_buffers(c->buffers_busy, std::try_to_lock);
+    std::vector<memory> local;
+    std::vector<memory>& buffers = own_buffers.owns_lock() ? c->buffers : local;
+    if (buffers.empty()) {
+      for (const Operand& operand : c->inputs) buffers.emplace_back(operand.wanted, engine);
+      buffers.emplace_back(c->output.wanted, engine);
+      buffers.emplace_back(c->scratchpad, engine);
+    }
+    // A stream per call: cheap on the CPU, and never shared between threads.
+    dnnl::stream stream(engine);
+    std::unordered_map<int, memory> args;
+    const void* sources[] = {a, b};
+    for (size_t i = 0; i < c->inputs.size(); ++i) {
+      const Operand& operand = c->inputs[i];
+      memory user(operand.plain, engine, const_cast<void*>(sources[i]));
+      if (!operand.to_wanted) {
+        args.emplace(operand.arg, user);
+        continue;
+      }
+      operand.to_wanted->execute(stream, user, buffers[i]);
+      args.emplace(operand.arg, buffers[i]);
+    }
+    if (c->bias) args.emplace(DNNL_ARG_BIAS, memory(*c->bias, engine, const_cast<void*>(bias)));
+    memory user_out(c->output.plain, engine, result);
+    memory out = c->output.to_plain ? buffers[c->inputs.size()] : user_out;
+    args.emplace(c->output.arg, out);
+    args.emplace(DNNL_ARG_SCRATCHPAD, buffers.back());
+    c->primitive.execute(stream, args);
+    if (c->output.to_plain) c->output.to_plain->execute(stream, out, user_out);
+    stream.wait();
+  }
+};
+
+DnnlConv::DnnlConv() : impl_(std::make_unique<Impl>()) {}
+DnnlConv::~DnnlConv() = default;
+
+namespace {
+template <typename Fn>
+void guarded(const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (const dnnl::error& e) {
+    throw Error(ErrorKind::kInternal, std::string("oneDNN convolution ") + what + " failed: " + e.what());
+  }
+}
+}  // namespace
+
+void DnnlConv::forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias,
+                       void* out) {
+  guarded("forward", [&] { impl_->run(Direction::kForward, dtype, p, in, weight, bias, out); });
+}
+
+void DnnlConv::backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in) {
+  guarded("backward-data", [&] { impl_->run(Direction::kBackwardData, dtype, p, d_out, weight, nullptr, d_in); });
+}
+
+void DnnlConv::backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in,
+                                void* d_weight) {
+  guarded("backward-weights", [&] { impl_->run(Direction::kBackwardWeights, dtype, p, d_out, in, nullptr, d_weight); });
+}
+
+}  // namespace weir

@@ -1,0 +1,40 @@
+// Convolutions through oneDNN, in all three directions, with primitives
+// cached per problem.
+//
+//   DnnlConv conv;
+//   conv.forward(DType::kFloat32, problem, x, w, bias_or_null, y);
+//   conv.backward_data(DType::kFloat32, problem, dy, w, dx);
+//   conv.backward_weights(DType::kFloat32, problem, dy, x, dw);
+//
+// Tensors are plain row-major ([N, C, spatial...], weights [K, C/group,
+// kernel...]). oneDNN picks its own (blocked) layouts for speed: the
+// primitive is created with format `any`, and reorders to and from the plain
+// layouts run around it, cached with it. f32 and bf16 only; callers widen f16.
+#pragma once
+
+#include <memory>
+
+#include "core/dtype.h"
+#include "ops/nn/conv_problem.h"
+
+namespace weir {
+
+class DnnlConv {
+ public:
+  DnnlConv();
+  ~DnnlConv();
+  DnnlConv(const DnnlConv&) = delete;
+  DnnlConv& operator=(const DnnlConv&) = delete;
+
+  static bool supports(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kBFloat16; }
+
+  void forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias, void* out);
+  void backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in);
+  void backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in, void* d_weight);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weir

@@ -1,0 +1,265 @@
+#include "ops/nn/pool_kernels.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "ops/dtype_dispatch.h"
+#include "ops/nn/pool_problem.h"
+#include "ops/threading.h"
+
+namespace weir {
+
+namespace {
+
+// Calls fn(out_offset, in_offsets_of_the_window, padded_count) for each output
+// position of one plane; `padded_count` is how many taps fall inside the
+// padded input (count_include_pad's divisor).
+template <typename Fn>
+void for_each_window(const ConvProblem& p, std::vector<int64_t>& taps, Fn&& fn) {
+  for (int64_t o0 = 0; o0 < p.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < p.out[1]; ++o1) {
+      for (int64_t o2 = 0; o2 < p.out[2]; ++o2) {
+        taps.clear();
+        int64_t padded = 1;
+        int64_t o[3] = {o0, o1, o2};
+        int64_t lo[3], count[3];
+        for (int a = 0; a < 3; ++a) {
+          lo[a] = o[a] * p.strides[a] - p.pads_begin[a];
+          int64_t inside_padding = 0;
+          for (int64_t k = 0; k < p.kernel[a]; ++k) {
+            int64_t i = lo[a] + k * p.dilations[a];
+            if (i < p.in[a] + p.pads_end[a]) ++inside_padding;
+          }
+          padded *= inside_padding;
+          count[a] = p.kernel[a];
+        }
+        for (int64_t k0 = 0; k0 < count[0]; ++k0) {
+          int64_t i0 = lo[0] + k0 * p.dilations[0];
+          if (i0 < 0 || i0 >= p.in[0]) continue;
+          for (int64_t k1 = 0; k1 < count[1]; ++k1) {
+            int64_t i1 = lo[1] + k1 * p.dilations[1];
+            if (i1 < 0 || i1 >= p.in[1]) continue;
+            for (int64_t k2 = 0; k2 < count[2]; ++k2) {
+              int64_t i2 = lo[2] + k2 * p.dilations[2];
+              if (i2 < 0 || i2 >= p.in[2]) continue;
+              taps.push_back((i0 * p.in[1] + i1) * p.in[2] + i2);
+            }
+          }
+        }
+        fn((o0 * p.out[1] + o1) * p.out[2] + o2, taps, padded);
+      }
+    }
+  }
+}
+
+// The first maximum of a window (NaN wins, as it propagates); -1 for an empty window.
+template <typename T>
+int64_t first_max(const T* plane, const std::vector<int64_t>& taps) {
+  int64_t best = -1;
+  ComputeType<T> best_value{};
+  for (int64_t tap : taps) {
+    ComputeType<T> value = load(plane[tap]);
+    if (best < 0 || value > best_value || (std::isnan(value) && !std::isnan(best_value))) {
+      best = tap;
+      best_value = value;
+    }
+  }
+  return best;
+}
+
+bool count_include_pad(const Node& node) {
+  return node.has_attr("count_include_pad") && node.attr("count_include_pad").i() != 0;
+}
+
+class MaxPoolKernel final : public OpKernel {
+ public:
+  explicit MaxPoolKernel(const Node& node)
+      : column_major_(node.has_attr("storage_order") && node.attr("storage_order").i() != 0) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    ConvProblem p = pool_problem(ctx.node(), x.sizes());
+    Tensor& y = ctx.allocate_output(0, x.dtype(), p.out_sizes(), KernelContext::Fill::kUninitialized);
+    bool want_indices = ctx.num_outputs() > 1;
+    int64_t* indices = want_indices
+        ? ctx.allocate_output(1, DType::kInt64, p.out_sizes(), KernelContext::Fill::kUninitialized).data<int64_t>()
+        : nullptr;
+    int64_t in_plane = p.in_plane(), out_plane = p.out_plane();
+    dispatch_dtype(x.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T* in = x.data<T>();
+        T* out = y.data<T>();
+        parallel_for(p.batch * p.in_channels, 1, [&](int64_t begin, int64_t end) {
+          std::vector<int64_t> taps;
+          for (int64_t plane = begin; plane < end; ++plane) {
+            const T* src = in + plane * in_plane;
+            for_each_window(p, taps, [&](int64_t o, const std::vector<int64_t>& window, int64_t) {
+              int64_t best = first_max(src, window);
+              out[plane * out_plane + o] =
+                  best < 0 ? store<T>(-std::numeric_limits<ComputeType<T>>::infinity()) : src[best];
+              if (indices != nullptr) indices[plane * out_plane + o] = plane * in_plane + flat(p, best);
+            });
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  // Offset within a plane, column-major when storage_order=1 (2-D: w * H + h).
+  int64_t flat(const ConvProblem& p, int64_t offset) const {
+    if (!column_major_ || offset < 0) return offset;
+    int64_t i2 = offset % p.in[2], rest = offset / p.in[2], i1 = rest % p.in[1], i0 = rest / p.in[1];
+    if (p.spatial_rank == 1) return offset;
+    if (p.spatial_rank == 2) return i1 * p.in[0] + i0;  // (h, w) are in[0], in[1]; in[2] is 1
+    return (i2 * p.in[1] + i1) * p.in[0] + i0;
+  }
+
+  bool column_major_;
+};
+
+class AveragePoolKernel final : public OpKernel {
+ public:
+  explicit AveragePoolKernel(const Node& node) : include_pad_(count_include_pad(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    ConvProblem p = pool_problem(ctx.node(), x.sizes());
+    Tensor& y = ctx.allocate_output(0, x.dtype(), p.out_sizes(), KernelContext::Fill::kUninitialized);
+    int64_t in_plane = p.in_plane(), out_plane = p.out_plane();
+    dispatch_dtype(x.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T* in = x.data<T>();
+        T* out = y.data<T>();
+        parallel_for(p.batch * p.in_channels, 1, [&](int64_t begin, int64_t end) {
+          std::vector<int64_t> taps;
+          for (int64_t plane = begin; plane < end; ++plane) {
+            const T* src = in + plane * in_plane;
+            for_each_window(p, taps, [&](int64_t o, const std::vector<int64_t>& window, int64_t padded) {
+              ComputeType<T> sum = 0;
+              for (int64_t tap : window) sum += load(src[tap]);
+              int64_t count = include_pad_ ? padded : static_cast<int64_t>(window.size());
+              out[plane * out_plane + o] = store<T>(count > 0 ? sum / static_cast<ComputeType<T>>(count) : sum);
+            });
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  bool include_pad_;
+};
+
+// MaxPoolGrad / AveragePoolGrad (dY, X) -> dX.
+class PoolGradKernel final : public OpKernel {
+ public:
+  PoolGradKernel(const Node& node, bool max) : max_(max), include_pad_(count_include_pad(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    ConvProblem p = pool_problem(ctx.node(), x.sizes());
+    if (dy.sizes() != p.out_sizes()) {
+      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the pooled output is " + format_sizes(p.out_sizes()));
+    }
+    Tensor& dx = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    int64_t in_plane = p.in_plane(), out_plane = p.out_plane();
+    dispatch_dtype(x.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T* in = x.data<T>();
+        const T* grad = dy.data<T>();
+        T* out = dx.data<T>();
+        parallel_for(p.batch * p.in_channels, 1, [&](int64_t begin, int64_t end) {
+          std::vector<int64_t> taps;
+          std::vector<ComputeType<T>> acc(static_cast<size_t>(in_plane));
+          for (int64_t plane = begin; plane < end; ++plane) {
+            std::fill(acc.begin(), acc.end(), ComputeType<T>(0));
+            const T* src = in + plane * in_plane;
+            for_each_window(p, taps, [&](int64_t o, const std::vector<int64_t>& window, int64_t padded) {
+              ComputeType<T> g = load(grad[plane * out_plane + o]);
+              if (max_) {
+                int64_t best = first_max(src, window);
+                if (best >= 0) acc[static_cast<size_t>(best)] += g;
+                return;
+              }
+              int64_t count = include_pad_ ? padded : static_cast<int64_t>(window.size());
+              if (count == 0) return;
+              ComputeType<T> share = g / static_cast<ComputeType<T>>(count);
+              for (int64_t tap : window) acc[static_cast<size_t>(tap)] += share;
+            });
+            for (int64_t i = 0; i < in_plane; ++i) out[plane * in_plane + i] = store<T>(acc[static_cast<size_t>(i)]);
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  bool max_;
+  bool include_pad_;
+};
+
+class GlobalPoolKernel final : public OpKernel {
+ public:
+  explicit GlobalPoolKernel(bool max) : max_(max) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() < 3) ctx.fail("input has shape " + format_sizes(x.sizes()) + "; expected [N, C, spatial...]");
+    std::vector<int64_t> sizes(x.sizes().size(), 1);
+    sizes[0] = x.sizes()[0];
+    sizes[1] = x.sizes()[1];
+    int64_t planes = sizes[0] * sizes[1];
+    int64_t plane = planes == 0 ? 0 : x.num_elements() / planes;
+    if (max_ && plane == 0 && planes > 0) ctx.fail("GlobalMaxPool over empty spatial axes has no maximum");
+    Tensor& y = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
+    dispatch_dtype(x.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T* in = x.data<T>();
+        T* out = y.data<T>();
+        parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t c = begin; c < end; ++c) {
+            const T* src = in + c * plane;
+            if (max_) {
+              ComputeType<T> best = load(src[0]);
+              for (int64_t i = 1; i < plane; ++i) {
+                ComputeType<T> value = load(src[i]);
+                if (value > best || std::isnan(value)) best = value;
+                if (std::isnan(best)) break;
+              }
+              out[c] = store<T>(best);
+            } else {
+              ComputeType<T> sum = 0;
+              for (int64_t i = 0; i < plane; ++i) sum += load(src[i]);
+              out[c] = store<T>(plane > 0 ? sum / static_cast<ComputeType<T>>(plane) : sum);
+            }
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  bool max_;
+};
+
+}  // namespace
+
+void register_pool_cpu_kernels(KernelRegistry& registry) {
+  const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+  registry.add("MaxPool", DeviceType::kCpu, types, [](const Node& node) { return std::make_unique<MaxPoolKernel>(node); });
+  registry.add("AveragePool", DeviceType::kCpu, types,
+               [](const Node& node) { return std::make_unique<AveragePoolKernel>(node); });
+  registry.add("MaxPoolGrad", DeviceType::kCpu, types,
+               [](const Node& node) { return std::make_unique<PoolGradKernel>(node, true); });
+  registry.add("AveragePoolGrad", DeviceType::kCpu, types,
+               [](const Node& node) { return std::make_unique<PoolGradKernel>(node, false); });
+  registry.add("GlobalAveragePool", DeviceType::kCpu, types,
+               [](const Node&) { return std::make_unique<GlobalPoolKernel>(false); });
+  registry.add("GlobalMaxPool", DeviceType::kCpu, types,
+               [](const Node&) { return std::make_unique<GlobalPoolKernel>(true); });
+}
+
+}  // namespace weir

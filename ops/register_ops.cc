@@ -13,6 +13,8 @@
 #include "ops/loss/loss_schemas.h"
 #include "ops/nn/conv_kernels.h"
 #include "ops/nn/conv_schemas.h"
+#include "ops/nn/normalization_kernels.h"
+#include "ops/nn/normalization_schemas.h"
 #include "ops/nn/pool_kernels.h"
 #include "ops/nn/pool_schemas.h"
 #include "ops/nn/softmax_kernels.h"
@@ -32,6 +34,7 @@ void register_all_ops(OpRegistry& registry) {
   register_softmax_schemas(registry);
   register_conv_schemas(registry);
   register_pool_schemas(registry);
+  register_normalization_schemas(registry);
   register_tensor_schemas(registry);
   register_reduce_schemas(registry);
   register_loss_schemas(registry);
@@ -57,6 +60,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_softmax_cpu_kernels(registry);
   register_conv_cpu_kernels(registry);
   register_pool_cpu_kernels(registry);
+  register_normalization_cpu_kernels(registry);
   register_reduce_cpu_kernels(registry);
   register_loss_cpu_kernels(registry);
 }

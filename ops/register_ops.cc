@@ -1,6 +1,8 @@
 #include "ops/register_ops.h"
 
 #include "ops/cast/cast.h"
+#include "ops/elementwise/activation_kernels.h"
+#include "ops/elementwise/activation_schemas.h"
 #include "ops/elementwise/backward_kernels.h"
 #include "ops/elementwise/binary_kernels.h"
 #include "ops/elementwise/elementwise_schemas.h"
@@ -29,6 +31,7 @@ namespace weir {
 void register_all_ops(OpRegistry& registry) {
   register_elementwise_schemas(registry);
   register_logic_schemas(registry);
+  register_activation_schemas(registry);
   register_cast_schema(registry);
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
@@ -52,6 +55,7 @@ const OpRegistry& default_op_registry() {
 void register_all_kernels(KernelRegistry& registry) {
   register_binary_cpu_kernels(registry);
   register_unary_cpu_kernels(registry);
+  register_activation_cpu_kernels(registry);
   register_logic_cpu_kernels(registry);
   register_cast_cpu_kernel(registry);
   register_elementwise_backward_cpu_kernels(registry);

@@ -1,5 +1,6 @@
 #include "ops/elementwise/binary_kernels.h"
 
+#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -46,6 +47,76 @@ struct DivOp {
   }
 };
 
+// Integer powers by squaring (wrapping like Mul); a negative exponent gives
+// 1/base^n truncated: 1 for base 1, +-1 for base -1, else 0.
+struct PowOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      if (b < 0) return a == 1 ? C(1) : (a == C(-1) ? ((b & 1) ? a : C(1)) : C(0));
+      Wide<C> result = 1, base = static_cast<Wide<C>>(a);
+      for (auto e = static_cast<Wide<C>>(b); e != 0; e >>= 1) {
+        if (e & 1) result *= base;
+        base *= base;
+      }
+      return static_cast<C>(result);
+    } else {
+      return std::pow(a, b);
+    }
+  }
+};
+// NaN propagates from either side.
+struct MaxOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+    }
+    return a > b ? a : (b > a ? b : a);
+  }
+};
+struct MinOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+    }
+    return a < b ? a : (b < a ? b : a);
+  }
+};
+// Mod with fmod=0: the remainder takes the divisor's sign (Python's %).
+struct ModOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return C(0);  // min % -1 overflows in C++
+      }
+      C r = static_cast<C>(a % b);
+      if constexpr (std::is_signed_v<C>) {
+        if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<C>(r + b);
+      }
+      return r;
+    } else {
+      C r = std::fmod(a, b);
+      if (r != C(0) && ((r < C(0)) != (b < C(0)))) r += b;
+      return r;
+    }
+  }
+};
+// Mod with fmod=1: the remainder takes the dividend's sign (C's fmod).
+struct FmodOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return C(0);
+      }
+      return static_cast<C>(a % b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+
+template <typename Op>
+constexpr bool kChecksZeroDivisor = std::is_same_v<Op, DivOp> || std::is_same_v<Op, ModOp> || std::is_same_v<Op, FmodOp>;
+
 template <typename Op>
 class BinaryKernel final : public OpKernel {
  public:
@@ -66,7 +137,7 @@ class BinaryKernel final : public OpKernel {
       if constexpr (std::is_same_v<T, bool>) {
         ctx.fail("bool is not an arithmetic type");
       } else {
-        if constexpr (std::is_same_v<Op, DivOp> && std::is_integral_v<T>) check_no_zero<T>(ctx, b);
+        if constexpr (kChecksZeroDivisor<Op> && std::is_integral_v<T>) check_no_zero<T>(ctx, b);
         const T* pa = a.data<T>();
         const T* pb = b.data<T>();
         T* po = out.data<T>();
@@ -85,6 +156,8 @@ class BinaryKernel final : public OpKernel {
     }
   }
 
+
+ public:
   template <typename T>
   static void run(const BroadcastPlan& plan, int64_t begin, int64_t end, const T* a, const T* b, T* out) {
     const int64_t sa = plan.inner_stride_a();
@@ -109,7 +182,39 @@ class BinaryKernel final : public OpKernel {
     });
   }
 
+ private:
   DType dtype_;
+};
+
+// Max / Min over any number of inputs, broadcast together, folded left to right.
+template <typename Op>
+class VariadicKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    Tensor acc = ctx.input(0);
+    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+      const Tensor& next = ctx.input(i);
+      if (next.dtype() != acc.dtype()) {
+        ctx.fail("input " + std::to_string(i) + " is " + next.type_string() + "; input 0 is " + acc.type_string());
+      }
+      auto sizes = broadcast_sizes(acc.sizes(), next.sizes());
+      if (!sizes) ctx.fail("cannot broadcast " + acc.type_string() + " with input " + std::to_string(i) + " " + next.type_string());
+      Tensor folded = Tensor::uninitialized(acc.dtype(), *sizes, ctx.allocator());
+      BroadcastPlan plan(*sizes, acc.sizes(), next.sizes());
+      dispatch_dtype(acc.dtype(), [&]<typename T>() {
+        if constexpr (!std::is_same_v<T, bool>) {
+          const T* pa = acc.data<T>();
+          const T* pb = next.data<T>();
+          T* po = folded.data<T>();
+          parallel_for(plan.num_elements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+            BinaryKernel<Op>::template run<T>(plan, begin, end, pa, pb, po);
+          });
+        }
+      });
+      acc = folded;
+    }
+    ctx.set_output(0, acc);
+  }
 };
 
 template <typename Op>
@@ -127,6 +232,18 @@ void register_binary_cpu_kernels(KernelRegistry& registry) {
   registry.add("Sub", DeviceType::kCpu, numeric, factory<SubOp>());
   registry.add("Mul", DeviceType::kCpu, numeric, factory<MulOp>());
   registry.add("Div", DeviceType::kCpu, numeric, factory<DivOp>());
+  registry.add("Pow", DeviceType::kCpu, numeric, factory<PowOp>());
+  registry.add("Mod", DeviceType::kCpu, numeric, [](const Node& node) -> std::unique_ptr<OpKernel> {
+    bool fmod = node.has_attr("fmod") && node.attr("fmod").i() != 0;
+    if (fmod) return std::make_unique<BinaryKernel<FmodOp>>(node);
+    if (is_floating(kernel_dtype(node))) {
+      throw Error(ErrorKind::kInvalidArgument, "Mod '" + node.name() + "': floating-point inputs need fmod=1")
+          .with_node(node.name());
+    }
+    return std::make_unique<BinaryKernel<ModOp>>(node);
+  });
+  registry.add("Max", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<MaxOp>>(); });
+  registry.add("Min", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<MinOp>>(); });
 }
 
 }  // namespace weir

@@ -64,6 +64,56 @@ void div_gradient(GradientContext& ctx) {
   ctx.set_input_grad(1, sum_to_input(ctx, ctx.emit("Neg", {over_b})[0], 1));
 }
 
+// d(a^b)/da = b * a^(b-1); d(a^b)/db = a^b * log(a), reusing the output.
+void pow_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  Value* a = ctx.node().input(0);
+  Value* b = ctx.node().input(1);
+  Value* one = scalar_constant(ctx.graph(), b->dtype(), 1.0, "pow_grad_one");
+  Value* lowered = ctx.emit("Pow", {a, ctx.emit("Sub", {b, one})[0]})[0];
+  ctx.set_input_grad(0, sum_to_input(ctx, ctx.emit("Mul", {grad, ctx.emit("Mul", {b, lowered})[0]})[0], 0));
+  Value* d_exponent = ctx.emit("Mul", {ctx.node().output(0), ctx.emit("Log", {a})[0]})[0];
+  ctx.set_input_grad(1, sum_to_input(ctx, ctx.emit("Mul", {grad, d_exponent})[0], 1));
+}
+
+// Max / Min: each input gets dY where it equals the result (ties: every tied
+// input gets it), summed to its shape.
+void extremum_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  Value* y = ctx.node().output(0);
+  Value* zero = scalar_constant(ctx.graph(), y->dtype(), 0.0, "extremum_grad_zero");
+  for (size_t i = 0; i < ctx.node().num_inputs(); ++i) {
+    Value* chosen = ctx.emit("Equal", {ctx.node().input(i), y})[0];
+    ctx.set_input_grad(i, sum_to_input(ctx, ctx.emit("Where", {chosen, grad, zero})[0], i));
+  }
+}
+
+void infer_variadic_broadcast(InferenceContext& ctx) {
+  const TensorType* first = ctx.input_type(0);
+  if (first == nullptr) return;
+  Shape shape = first->shape;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const TensorType* next = ctx.input_type(i);
+    if (next == nullptr) return;
+    shape = broadcast_shapes(shape, next->shape, ctx);
+  }
+  ctx.set_output_type(0, TensorType{first->dtype, shape});
+}
+
+OpSchema variadic(const char* name, const char* doc) {
+  OpSchema schema(name);
+  schema.input("data", "T", Arity::kVariadic)
+      .output("result", "T")
+      .type_constraint("T", kNumeric)
+      .traits(OpTrait::kElementwise | OpTrait::kCommutative)
+      .infer(infer_variadic_broadcast)
+      .gradient(extremum_gradient)
+      .doc(doc);
+  return schema;
+}
+
 // Unary rules that emit one backward op reading the output gradient and
 // either the forward input (`use_output` false) or the forward output.
 GradientFn activation_gradient(const char* backward_op, bool use_output) {
@@ -107,6 +157,14 @@ void register_elementwise_schemas(OpRegistry& registry) {
   registry.add(binary("Mul", OpTrait::kCommutative, "A * B, with NumPy broadcasting").gradient(mul_gradient));
   registry.add(binary("Div", OpTrait::kNone, "A / B, with NumPy broadcasting; integer division truncates")
                    .gradient(div_gradient));
+  registry.add(binary("Pow", OpTrait::kNone, "A^B, with NumPy broadcasting; integers by repeated squaring")
+                   .gradient(pow_gradient));
+  registry.add(binary("Mod", OpTrait::kNone,
+                      "remainder of A / B: with the divisor's sign (fmod=0, integers only) or the dividend's "
+                      "(fmod=1); integer % 0 is an error; no gradient rule")
+                   .attr("fmod", AttrType::kInt, Attribute(int64_t{0})));
+  registry.add(variadic("Max", "elementwise maximum of all inputs, broadcast together; NaN propagates"));
+  registry.add(variadic("Min", "elementwise minimum of all inputs, broadcast together; NaN propagates"));
   registry.add(unary("Neg", kNumeric,
                      [](GradientContext& ctx) {
                        if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Neg", {grad})[0]);

@@ -1,0 +1,208 @@
+// The activations and other unary float ops, Clip, IsNaN/IsInf, and the
+// binary Pow/Mod and variadic Max/Min, against references written from the
+// ONNX definitions on random inputs in every dtype; gradient rules against
+// finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "core/error.h"
+#include "tests/ops/gradient_check.h"
+
+namespace weir {
+namespace {
+
+using testing::broadcast_offset;
+using testing::check_gradient;
+using testing::count_of;
+using testing::make_tensor;
+using testing::random_values;
+using testing::run_op;
+using testing::to_doubles;
+
+struct Activation {
+  std::string op;
+  std::map<std::string, Attribute> attrs;
+  std::function<double(double)> reference;
+  bool differentiable = true;
+};
+
+double phi(double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))); }
+
+const std::vector<Activation>& activations() {
+  static const std::vector<Activation> list = {
+      {"LeakyRelu", {}, [](double x) { return x >= 0 ? x : 0.01 * x; }},
+      {"LeakyRelu", {{"alpha", Attribute(0.3)}}, [](double x) { return x >= 0 ? x : 0.3 * x; }},
+      {"Elu", {{"alpha", Attribute(0.7)}}, [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); }},
+      {"Selu", {}, [](double x) { return 1.05070102214813232421875 * (x > 0 ? x : 1.67326319217681884765625 * (std::exp(x) - 1)); }},
+      {"Gelu", {}, [](double x) { return x * phi(x); }},
+      {"Gelu", {{"approximate", Attribute("tanh")}},
+       [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }},
+      {"Erf", {}, [](double x) { return std::erf(x); }},
+      {"Softplus", {}, [](double x) { return std::log(1 + std::exp(x)); }},
+      {"Softsign", {}, [](double x) { return x / (1 + std::fabs(x)); }},
+      {"HardSigmoid", {{"alpha", Attribute(0.3)}, {"beta", Attribute(0.4)}},
+       [](double x) { return std::clamp(0.3 * x + 0.4, 0.0, 1.0); }},
+      {"HardSwish", {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }},
+      {"Sin", {}, [](double x) { return std::sin(x); }},
+      {"Cos", {}, [](double x) { return std::cos(x); }},
+      {"Reciprocal", {}, [](double x) { return 1 / x; }},
+      {"Floor", {}, [](double x) { return std::floor(x); }, false},
+      {"Ceil", {}, [](double x) { return std::ceil(x); }, false},
+      {"Round", {}, [](double x) {
+         double r = std::round(x);
+         return std::fabs(x - std::trunc(x)) == 0.5 ? 2 * std::round(x / 2) : r;  // halves to even
+       }, false},
+  };
+  return list;
+}
+
+double tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat64: return 1e-13;
+    case DType::kFloat32: return 2e-6;
+    case DType::kFloat16: return 1e-3;
+    default: return 8e-3;
+  }
+}
+
+TEST(ActivationKernels, MatchTheReferenceInEveryFloatType) {
+  uint32_t seed = 1;
+  for (const Activation& a : activations()) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+      for (std::vector<int64_t> sizes : {std::vector<int64_t>{37}, {3, 4, 5}, {0, 3}, {}}) {
+        std::vector<double> values = random_values(dtype, count_of(sizes), seed++, -4, 4);
+        if (!values.empty()) values[0] = 2.5;  // a half, for Round
+        Tensor x = make_tensor(dtype, values, sizes);
+        std::vector<double> in = to_doubles(x);
+        std::vector<double> got = to_doubles(run_op(a.op, {x}, a.attrs)[0]);
+        ASSERT_EQ(got.size(), in.size());
+        for (size_t i = 0; i < in.size(); ++i) {
+          double expected = a.reference(in[i]);
+          ASSERT_NEAR(got[i], expected, tolerance(dtype) * std::max(1.0, std::fabs(expected)))
+              << a.op << " " << dtype_name(dtype) << " at " << in[i];
+        }
+      }
+    }
+  }
+}
+
+TEST(ActivationKernels, ExtremeInputsStayFinite) {
+  Tensor x = Tensor::from_vector<float>({-1000.0f, 1000.0f, -90.0f, 90.0f}, {4});
+  std::vector<double> softplus = to_doubles(run_op("Softplus", {x})[0]);
+  EXPECT_EQ(softplus[0], 0.0);
+  EXPECT_EQ(softplus[1], 1000.0);
+  for (const char* op : {"Gelu", "Elu", "Selu", "Softsign", "HardSwish", "Erf"}) {
+    for (double v : to_doubles(run_op(op, {x})[0])) EXPECT_TRUE(std::isfinite(v)) << op;
+  }
+}
+
+TEST(ActivationGradients, MatchFiniteDifferences) {
+  uint32_t seed = 100;
+  for (const Activation& a : activations()) {
+    Tensor x = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 24, seed++, -4, 4), {4, 6});
+    if (a.op == "Reciprocal") x = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 24, seed++, 0.5, 3), {4, 6});
+    check_gradient(a.op, {x}, a.differentiable ? std::vector<size_t>{0} : std::vector<size_t>{}, a.attrs);
+  }
+}
+
+TEST(ClipKernels, ClampsWithOptionalBoundsAndKeepsNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = make_tensor(DType::kFloat32, {-3, -1, 0, 2, 5, nan}, {6});
+  Tensor low = Tensor::scalar<float>(-1.5f), high = Tensor::scalar<float>(2.5f);
+  std::vector<double> both = to_doubles(run_op("Clip", {x, low, high})[0]);
+  EXPECT_EQ(std::vector<double>(both.begin(), both.end() - 1), (std::vector<double>{-1.5, -1, 0, 2, 2.5}));
+  EXPECT_TRUE(std::isnan(both.back()));
+  std::vector<double> only_max = to_doubles(run_op("Clip", {x, Tensor(), high})[0]);
+  EXPECT_EQ(only_max[0], -3);
+  EXPECT_EQ(only_max[4], 2.5);
+  Tensor ints = make_tensor(DType::kInt32, {-7, 3, 9}, {3});
+  EXPECT_EQ(to_doubles(run_op("Clip", {ints, Tensor::scalar<int32_t>(0), Tensor::scalar<int32_t>(5)})[0]),
+            (std::vector<double>{0, 3, 5}));
+  Tensor x64 = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 12, 5, -3, 3), {3, 4});
+  check_gradient("Clip", {x64, Tensor::scalar<double>(-1.0), Tensor::scalar<double>(1.5)}, {0});
+}
+
+TEST(ClipKernels, IsNaNAndIsInf) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+    Tensor x = make_tensor(dtype, {1.0, -inf, inf, nan, 0.0}, {5});
+    EXPECT_EQ(to_doubles(run_op("IsNaN", {x})[0]), (std::vector<double>{0, 0, 0, 1, 0}));
+    EXPECT_EQ(to_doubles(run_op("IsInf", {x})[0]), (std::vector<double>{0, 1, 1, 0, 0}));
+    EXPECT_EQ(to_doubles(run_op("IsInf", {x}, {{"detect_negative", Attribute(int64_t{0})}})[0]),
+              (std::vector<double>{0, 0, 1, 0, 0}));
+  }
+}
+
+// out[i] = f(a[bcast], b[bcast]) for the binary ops.
+void check_binary(const std::string& op, DType dtype, const std::vector<int64_t>& as, const std::vector<int64_t>& bs,
+                  const std::function<double(double, double)>& f, std::map<std::string, Attribute> attrs = {},
+                  double low = -5, double high = 5) {
+  std::vector<double> av = random_values(dtype, count_of(as), 11, low, high);
+  std::vector<double> bv = random_values(dtype, count_of(bs), 12, low, high);
+  if (is_integer(dtype)) {
+    for (double& v : bv) v = v == 0 ? 3 : v;  // no integer division by zero
+    for (double& v : av) v = std::fmod(v, 12);
+    for (double& v : bv) v = op == "Pow" ? std::fmod(std::fabs(v), 4) : std::fmod(v, 12) == 0 ? 5 : std::fmod(v, 12);
+  }
+  Tensor a = make_tensor(dtype, av, as), b = make_tensor(dtype, bv, bs);
+  av = to_doubles(a);
+  bv = to_doubles(b);
+  Tensor y = run_op(op, {a, b}, attrs)[0];
+  std::vector<double> got = to_doubles(y);
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    double expected = f(av[static_cast<size_t>(broadcast_offset(i, y.sizes(), as))],
+                        bv[static_cast<size_t>(broadcast_offset(i, y.sizes(), bs))]);
+    if (!is_integer(dtype)) expected = to_doubles(make_tensor(dtype, {expected}, {1}))[0];
+    ASSERT_NEAR(got[static_cast<size_t>(i)], expected, tolerance(dtype) * std::max(1.0, std::fabs(expected)) * 4)
+        << op << " " << dtype_name(dtype) << " element " << i;
+  }
+}
+
+double python_mod(double a, double b) {
+  double r = std::fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+TEST(BinaryKernels, PowModMaxMinMatchTheReference) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kInt32, DType::kInt64}) {
+    bool integer = is_integer(dtype);
+    check_binary("Pow", dtype, {3, 4}, {4}, [](double a, double b) { return std::pow(a, b); }, {}, integer ? -5 : 0.2,
+                 integer ? 5 : 3);
+    check_binary("Max", dtype, {2, 1, 3}, {4, 1}, [](double a, double b) { return std::max(a, b); });
+    check_binary("Min", dtype, {2, 3}, {}, [](double a, double b) { return std::min(a, b); });
+    check_binary("Mod", dtype, {5, 3}, {3}, [](double a, double b) { return std::fmod(a, b); }, {{"fmod", Attribute(int64_t{1})}});
+    if (integer) check_binary("Mod", dtype, {5, 3}, {1, 3}, python_mod);
+  }
+  // Three inputs, broadcast together.
+  Tensor a = make_tensor(DType::kFloat32, {1, 5, 3}, {3}), b = make_tensor(DType::kFloat32, {4, 0}, {2, 1});
+  Tensor c = make_tensor(DType::kFloat32, {2}, {});
+  EXPECT_EQ(to_doubles(run_op("Max", {a, b, c})[0]), (std::vector<double>{4, 5, 4, 2, 5, 3}));
+  EXPECT_EQ(to_doubles(run_op("Min", {a})[0]), (std::vector<double>{1, 5, 3}));
+  Tensor nan = make_tensor(DType::kFloat32, {std::numeric_limits<double>::quiet_NaN()}, {1});
+  EXPECT_TRUE(std::isnan(to_doubles(run_op("Max", {a, nan})[0])[1]));
+  EXPECT_TRUE(std::isnan(to_doubles(run_op("Min", {nan, a})[0])[1]));
+}
+
+TEST(BinaryKernels, ModErrors) {
+  Tensor a = make_tensor(DType::kInt32, {4, 5}, {2}), zero = make_tensor(DType::kInt32, {1, 0}, {2});
+  EXPECT_THROW(run_op("Mod", {a, zero}), Error);
+  Tensor f = make_tensor(DType::kFloat32, {4, 5}, {2});
+  EXPECT_THROW(run_op("Mod", {f, f}), Error);  // floats need fmod=1
+}
+
+TEST(BinaryGradients, PowMaxMinMatchFiniteDifferences) {
+  Tensor base = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 12, 21, 0.5, 2.5), {3, 4});
+  Tensor exponent = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 4, 22, -2, 2), {4});
+  check_gradient("Pow", {base, exponent}, {0, 1});
+  Tensor a = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 12, 23), {3, 4});
+  Tensor b = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 4, 24), {4});
+  Tensor c = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 3, 25), {3, 1});
+  check_gradient("Max", {a, b, c}, {0, 1, 2});
+  check_gradient("Min", {a, b}, {0, 1});
+}
+
+}  // namespace
+}  // namespace weir

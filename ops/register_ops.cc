@@ -20,6 +20,8 @@
 #include "ops/nn/pool_kernels.h"
 #include "ops/nn/pool_schemas.h"
 #include "ops/nn/softmax_kernels.h"
+#include "ops/optimizer/optimizer_kernels.h"
+#include "ops/optimizer/optimizer_schemas.h"
 #include "ops/reduce/reduce_kernels.h"
 #include "ops/reduce/reduce_schemas.h"
 #include "ops/nn/softmax_schemas.h"
@@ -41,6 +43,7 @@ void register_all_ops(OpRegistry& registry) {
   register_tensor_schemas(registry);
   register_reduce_schemas(registry);
   register_loss_schemas(registry);
+  register_optimizer_schemas(registry);
 }
 
 const OpRegistry& default_op_registry() {
@@ -67,6 +70,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_normalization_cpu_kernels(registry);
   register_reduce_cpu_kernels(registry);
   register_loss_cpu_kernels(registry);
+  register_optimizer_cpu_kernels(registry);
 }
 
 const KernelRegistry& default_kernel_registry() {

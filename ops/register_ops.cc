@@ -25,6 +25,8 @@
 #include "ops/reduce/reduce_kernels.h"
 #include "ops/reduce/reduce_schemas.h"
 #include "ops/nn/softmax_schemas.h"
+#include "ops/tensor/indexing_kernels.h"
+#include "ops/tensor/indexing_schemas.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_schemas.h"
 
@@ -41,6 +43,7 @@ void register_all_ops(OpRegistry& registry) {
   register_pool_schemas(registry);
   register_normalization_schemas(registry);
   register_tensor_schemas(registry);
+  register_indexing_schemas(registry);
   register_reduce_schemas(registry);
   register_loss_schemas(registry);
   register_optimizer_schemas(registry);
@@ -64,6 +67,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_elementwise_backward_cpu_kernels(registry);
   register_matmul_cpu_kernels(registry);
   register_tensor_cpu_kernels(registry);
+  register_indexing_cpu_kernels(registry);
   register_softmax_cpu_kernels(registry);
   register_conv_cpu_kernels(registry);
   register_pool_cpu_kernels(registry);

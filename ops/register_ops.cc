@@ -14,6 +14,7 @@
 #include "ops/loss/loss_kernels.h"
 #include "ops/loss/loss_schemas.h"
 #include "ops/nn/conv_kernels.h"
+#include "ops/nn/dropout.h"
 #include "ops/nn/conv_schemas.h"
 #include "ops/nn/normalization_kernels.h"
 #include "ops/nn/normalization_schemas.h"
@@ -40,6 +41,7 @@ void register_all_ops(OpRegistry& registry) {
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
   register_conv_schemas(registry);
+  register_dropout_schemas(registry);
   register_pool_schemas(registry);
   register_normalization_schemas(registry);
   register_tensor_schemas(registry);
@@ -70,6 +72,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_indexing_cpu_kernels(registry);
   register_softmax_cpu_kernels(registry);
   register_conv_cpu_kernels(registry);
+  register_dropout_cpu_kernels(registry);
   register_pool_cpu_kernels(registry);
   register_normalization_cpu_kernels(registry);
   register_reduce_cpu_kernels(registry);

@@ -16,6 +16,7 @@ namespace {
 
 using testing::check_gradient;
 using testing::count_of;
+using testing::error_of;
 using testing::make_tensor;
 using testing::random_values;
 using testing::run_op;
@@ -321,15 +322,6 @@ TEST(ConvGradients, BiasGradientSumsAllButTheChannelAxis) {
     }
     EXPECT_NEAR(db[static_cast<size_t>(k)], sum, 1e-4);
   }
-}
-
-std::string error_of(const std::string& op, const std::vector<Tensor>& inputs, std::map<std::string, Attribute> attrs = {}) {
-  try {
-    run_op(op, inputs, std::move(attrs));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(ConvErrors, BadShapesNameTheNodeAndTheMismatch) {

@@ -14,6 +14,7 @@ namespace {
 
 using testing::check_gradient;
 using testing::count_of;
+using testing::error_of;
 using testing::make_tensor;
 using testing::random_values;
 using testing::run_op;
@@ -162,15 +163,6 @@ TEST(NormalizationGradients, MatchFiniteDifferences) {
                  {{"axis", Attribute(int64_t{1})}});
   check_gradient("LayerNormalization", {random({2, 3, 4}), random({4})}, {0, 1});
   check_gradient("InstanceNormalization", {random({2, 3, 5}), random({3}), random({3})}, {0, 1, 2});
-}
-
-std::string error_of(const std::string& op, const std::vector<Tensor>& inputs, std::map<std::string, Attribute> attrs = {}) {
-  try {
-    run_op(op, inputs, std::move(attrs));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(NormalizationErrors, ParametersOfTheWrongSizeAreNamed) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/graph.h"
 #include "core/type_inference.h"
 #include "ops/dtype_dispatch.h"
@@ -101,6 +102,17 @@ inline std::vector<Tensor> run_op(const std::string& op_type, const std::vector<
   for (Value* output : node->outputs()) g.add_output(output);
   infer_graph_types(g, default_op_registry());
   return evaluate_graph(g, feeds);
+}
+
+// The message of the weir::Error that running `op_type` throws, or "no error".
+inline std::string error_of(const std::string& op_type, const std::vector<Tensor>& inputs,
+                            std::map<std::string, Attribute> attributes = {}) {
+  try {
+    run_op(op_type, inputs, std::move(attributes));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace weir::testing

@@ -14,6 +14,7 @@ namespace {
 
 using testing::check_gradient;
 using testing::count_of;
+using testing::error_of;
 using testing::make_tensor;
 using testing::random_values;
 using testing::run_op;
@@ -197,15 +198,6 @@ TEST(PoolGradients, MatchFiniteDifferences) {
   Tensor x = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 2 * 3 * 4 * 5, 70), {2, 3, 4, 5});
   check_gradient("GlobalAveragePool", {x}, {0});
   check_gradient("GlobalMaxPool", {x}, {0});
-}
-
-std::string error_of(const std::string& op, const std::vector<Tensor>& inputs, std::map<std::string, Attribute> attrs) {
-  try {
-    run_op(op, inputs, std::move(attrs));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(PoolErrors, BadAttributesAreNamed) {

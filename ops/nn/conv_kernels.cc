@@ -128,15 +128,16 @@ class ConvKernel final : public OpKernel {
 
 bool transposed(const Node& node) { return node.has_attr("transposed") && node.attr("transposed").i() != 0; }
 
-// ConvGradData(dY, W, X) -> dX.
-class ConvGradDataKernel final : public OpKernel {
+// ConvGradData(dY, W, X) -> dX and ConvGradWeight(dY, X, W) -> dW: one
+// kernel, since both read the same problem and check dY the same way.
+class ConvGradKernel final : public OpKernel {
  public:
-  explicit ConvGradDataKernel(const Node& node) : transposed_(transposed(node)) {}
+  ConvGradKernel(const Node& node, bool weight) : weight_(weight), transposed_(transposed(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    const Tensor& x = ctx.input(2);
+    const Tensor& x = ctx.input(weight_ ? 1 : 2);
+    const Tensor& w = ctx.input(weight_ ? 2 : 1);
     check_same_dtype(ctx, dy.dtype());
     ConvProblem p = conv_problem(ctx.node(), transposed_ ? ConvKind::kTranspose : ConvKind::kForward, x.sizes(), w.sizes());
     std::vector<int64_t> expected = transposed_ ? p.in_sizes() : p.out_sizes();
@@ -144,46 +145,20 @@ class ConvGradDataKernel final : public OpKernel {
       ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
     }
     bool empty = is_empty(dy.sizes()) || is_empty(w.sizes()) || is_empty(x.sizes());
-    Tensor& dx = ctx.allocate_output(0, dy.dtype(), x.sizes(),
-                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
+    Tensor& grad = ctx.allocate_output(0, dy.dtype(), weight_ ? w.sizes() : x.sizes(),
+                                       empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (empty) return;
-    // Conv's data gradient is its backward-data direction; ConvTranspose's is a forward conv.
-    run_direction(dnnl_, transposed_ ? ConvDirection::kForward : ConvDirection::kBackwardData, p, dy, w, nullptr, dx);
-  }
-
- private:
-  bool transposed_;
-  DnnlConv dnnl_;
-};
-
-// ConvGradWeight(dY, X, W) -> dW.
-class ConvGradWeightKernel final : public OpKernel {
- public:
-  explicit ConvGradWeightKernel(const Node& node) : transposed_(transposed(node)) {}
-
-  void compute(KernelContext& ctx) override {
-    const Tensor& dy = ctx.input(0);
-    const Tensor& x = ctx.input(1);
-    const Tensor& w = ctx.input(2);
-    check_same_dtype(ctx, dy.dtype());
-    ConvProblem p = conv_problem(ctx.node(), transposed_ ? ConvKind::kTranspose : ConvKind::kForward, x.sizes(), w.sizes());
-    std::vector<int64_t> expected = transposed_ ? p.in_sizes() : p.out_sizes();
-    if (dy.sizes() != expected) {
-      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
-    }
-    bool empty = is_empty(dy.sizes()) || is_empty(w.sizes()) || is_empty(x.sizes());
-    Tensor& dw = ctx.allocate_output(0, dy.dtype(), w.sizes(),
-                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
-    if (empty) return;
-    // For ConvTranspose the problem's output is X and its input is Y.
-    if (transposed_) {
-      run_direction(dnnl_, ConvDirection::kBackwardWeights, p, x, dy, nullptr, dw);
+    if (weight_) {
+      // For ConvTranspose the problem's output is X and its input is dY's side.
+      run_direction(dnnl_, ConvDirection::kBackwardWeights, p, transposed_ ? x : dy, transposed_ ? dy : x, nullptr, grad);
     } else {
-      run_direction(dnnl_, ConvDirection::kBackwardWeights, p, dy, x, nullptr, dw);
+      // Conv's data gradient is its backward-data direction; ConvTranspose's is a forward conv.
+      run_direction(dnnl_, transposed_ ? ConvDirection::kForward : ConvDirection::kBackwardData, p, dy, w, nullptr, grad);
     }
   }
 
  private:
+  bool weight_;
   bool transposed_;
   DnnlConv dnnl_;
 };
@@ -226,9 +201,9 @@ void register_conv_cpu_kernels(KernelRegistry& registry) {
   registry.add("ConvTranspose", DeviceType::kCpu, types,
                [](const Node&) { return std::make_unique<ConvKernel>(ConvKind::kTranspose); });
   registry.add("ConvGradData", DeviceType::kCpu, types,
-               [](const Node& node) { return std::make_unique<ConvGradDataKernel>(node); });
+               [](const Node& node) { return std::make_unique<ConvGradKernel>(node, /*weight=*/false); });
   registry.add("ConvGradWeight", DeviceType::kCpu, types,
-               [](const Node& node) { return std::make_unique<ConvGradWeightKernel>(node); });
+               [](const Node& node) { return std::make_unique<ConvGradKernel>(node, /*weight=*/true); });
   registry.add("ConvGradBias", DeviceType::kCpu, types,
                [](const Node&) { return std::make_unique<ConvGradBiasKernel>(); });
 }

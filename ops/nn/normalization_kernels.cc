@@ -18,7 +18,6 @@ enum class NormKind { kBatch, kInstance, kLayer };
 struct NormPlan {
   int64_t groups = 0, rows = 1, len = 0, row_stride = 0, channels = 1;
   bool per_element = false;
-  NormKind kind = NormKind::kBatch;
 
   int64_t first(int64_t g) const { return g * len; }
   int64_t param_of(int64_t g) const { return g % channels; }
@@ -28,7 +27,6 @@ struct NormPlan {
 
 NormPlan plan_for(const KernelContext& ctx, NormKind kind, const std::vector<int64_t>& sizes) {
   NormPlan p;
-  p.kind = kind;
   int64_t total = 1;
   for (int64_t size : sizes) total *= size;
   if (kind == NormKind::kLayer) {

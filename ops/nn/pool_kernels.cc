@@ -23,7 +23,7 @@ void for_each_window(const ConvProblem& p, std::vector<int64_t>& taps, Fn&& fn) 
         taps.clear();
         int64_t padded = 1;
         int64_t o[3] = {o0, o1, o2};
-        int64_t lo[3], count[3];
+        int64_t lo[3];
         for (int a = 0; a < 3; ++a) {
           lo[a] = o[a] * p.strides[a] - p.pads_begin[a];
           int64_t inside_padding = 0;
@@ -32,15 +32,14 @@ void for_each_window(const ConvProblem& p, std::vector<int64_t>& taps, Fn&& fn) 
             if (i < p.in[a] + p.pads_end[a]) ++inside_padding;
           }
           padded *= inside_padding;
-          count[a] = p.kernel[a];
         }
-        for (int64_t k0 = 0; k0 < count[0]; ++k0) {
+        for (int64_t k0 = 0; k0 < p.kernel[0]; ++k0) {
           int64_t i0 = lo[0] + k0 * p.dilations[0];
           if (i0 < 0 || i0 >= p.in[0]) continue;
-          for (int64_t k1 = 0; k1 < count[1]; ++k1) {
+          for (int64_t k1 = 0; k1 < p.kernel[1]; ++k1) {
             int64_t i1 = lo[1] + k1 * p.dilations[1];
             if (i1 < 0 || i1 >= p.in[1]) continue;
-            for (int64_t k2 = 0; k2 < count[2]; ++k2) {
+            for (int64_t k2 = 0; k2 < p.kernel[2]; ++k2) {
               int64_t i2 = lo[2] + k2 * p.dilations[2];
               if (i2 < 0 || i2 >= p.in[2]) continue;
               taps.push_back((i0 * p.in[1] + i1) * p.in[2] + i2);

@@ -77,6 +77,19 @@ void pow_gradient(GradientContext& ctx) {
   ctx.set_input_grad(1, sum_to_input(ctx, ctx.emit("Mul", {grad, d_exponent})[0], 1));
 }
 
+// Mod: y = a - b * q with q the rounded quotient (truncated for fmod=1,
+// floored for fmod=0), piecewise constant, so dy/da = 1 and dy/db = -q,
+// where q = (a - y) / b recovers it from the forward output.
+void mod_gradient(GradientContext& ctx) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  Value* a = ctx.node().input(0);
+  Value* b = ctx.node().input(1);
+  Value* quotient = ctx.emit("Div", {ctx.emit("Sub", {a, ctx.node().output(0)})[0], b})[0];
+  ctx.set_input_grad(0, sum_to_input(ctx, grad, 0));
+  ctx.set_input_grad(1, sum_to_input(ctx, ctx.emit("Neg", {ctx.emit("Mul", {grad, quotient})[0]})[0], 1));
+}
+
 // Max / Min: each input gets dY where it equals the result (ties: every tied
 // input gets it), summed to its shape.
 void extremum_gradient(GradientContext& ctx) {
@@ -161,8 +174,9 @@ void register_elementwise_schemas(OpRegistry& registry) {
                    .gradient(pow_gradient));
   registry.add(binary("Mod", OpTrait::kNone,
                       "remainder of A / B: with the divisor's sign (fmod=0, integers only) or the dividend's "
-                      "(fmod=1); integer % 0 is an error; no gradient rule")
-                   .attr("fmod", AttrType::kInt, Attribute(int64_t{0})));
+                      "(fmod=1); integer % 0 is an error")
+                   .attr("fmod", AttrType::kInt, Attribute(int64_t{0}))
+                   .gradient(mod_gradient));
   registry.add(variadic("Max", "elementwise maximum of all inputs, broadcast together; NaN propagates"));
   registry.add(variadic("Min", "elementwise minimum of all inputs, broadcast together; NaN propagates"));
   registry.add(unary("Neg", kNumeric,

@@ -76,7 +76,9 @@ Value* swap_last_two(GradientContext& ctx, Value* value, int64_t rank) {
 }
 
 // Y = A B: dA = dY B^T and dB = A^T dY, each summed over the batch axes its
-// input was broadcast along.
+// input was broadcast along. A 1-D operand is promoted as the forward op does
+// ([K] -> [1, K] for A, [K, 1] for B), so dY gains the axis the forward op
+// dropped, and the promoted gradient loses it again.
 void matmul_gradient(GradientContext& ctx) {
   Value* grad = ctx.output_grad(0);
   if (grad == nullptr) return;
@@ -86,17 +88,36 @@ void matmul_gradient(GradientContext& ctx) {
   if (!a->shape().has_rank() || !b->shape().has_rank() || !y.has_rank()) {
     throw Error(ErrorKind::kUnsupported, "MatMul gradient needs inputs of known rank").with_node(ctx.node().name());
   }
-  int64_t rank_a = a->shape().rank(), rank_b = b->shape().rank();
-  if (rank_a < 2 || rank_b < 2) {
-    throw Error(ErrorKind::kUnsupported, "MatMul gradient of a 1-D operand is not implemented yet; reshape it to 2-D")
-        .with_node(ctx.node().name());
-  }
+  bool vector_a = a->shape().rank() == 1, vector_b = b->shape().rank() == 1;
+  auto unsqueeze = [&](Value* value, std::vector<int64_t> axes) {
+    return ctx.emit("Unsqueeze", {value}, 1, {{"axes", Attribute(std::move(axes))}})[0];
+  };
+  auto squeeze = [&](Value* value, int64_t axis) {
+    return ctx.emit("Squeeze", {value}, 1, {{"axes", Attribute(std::vector<int64_t>{axis})}})[0];
+  };
+  Value* a2 = vector_a ? unsqueeze(a, {0}) : a;
+  Value* b2 = vector_b ? unsqueeze(b, {1}) : b;
+  std::vector<int64_t> dropped;
+  if (vector_a) dropped.push_back(-2);
+  if (vector_b) dropped.push_back(-1);
+  Value* grad2 = dropped.empty() ? grad : unsqueeze(grad, dropped);
+  int64_t rank_a = std::max<int64_t>(a->shape().rank(), 2), rank_b = std::max<int64_t>(b->shape().rank(), 2);
+  std::vector<Dim> y_dims = y.dims();
+  if (vector_a) y_dims.insert(y_dims.end() - (vector_b ? 0 : 1), Dim(1));
+  if (vector_b) y_dims.push_back(Dim(1));
   // An input was broadcast when its batch axes differ from the output's.
-  auto batch = [](const Shape& shape) { return std::vector<Dim>(shape.dims().begin(), shape.dims().end() - 2); };
-  Value* full_da = ctx.emit("MatMul", {grad, swap_last_two(ctx, b, rank_b)})[0];
-  Value* full_db = ctx.emit("MatMul", {swap_last_two(ctx, a, rank_a), grad})[0];
-  ctx.set_input_grad(0, sum_to_input_shape(ctx, full_da, 0, batch(a->shape()) != batch(y)));
-  ctx.set_input_grad(1, sum_to_input_shape(ctx, full_db, 1, batch(b->shape()) != batch(y)));
+  auto batch = [](const std::vector<Dim>& dims, size_t rank) {
+    return std::vector<Dim>(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(rank - 2));
+  };
+  Value* full_da = ctx.emit("MatMul", {grad2, swap_last_two(ctx, b2, rank_b)})[0];
+  Value* full_db = ctx.emit("MatMul", {swap_last_two(ctx, a2, rank_a), grad2})[0];
+  if (vector_a) full_da = squeeze(full_da, -2);
+  if (vector_b) full_db = squeeze(full_db, -1);
+  std::vector<Dim> y_batch = batch(y_dims, y_dims.size());
+  bool broadcast_a = vector_a ? !y_batch.empty() : batch(a->shape().dims(), a->shape().dims().size()) != y_batch;
+  bool broadcast_b = vector_b ? !y_batch.empty() : batch(b->shape().dims(), b->shape().dims().size()) != y_batch;
+  ctx.set_input_grad(0, sum_to_input_shape(ctx, full_da, 0, broadcast_a));
+  ctx.set_input_grad(1, sum_to_input_shape(ctx, full_db, 1, broadcast_b));
 }
 
 // Y = alpha op(A) op(B) + beta C. Each product gradient is one Gemm whose

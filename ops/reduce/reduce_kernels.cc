@@ -191,6 +191,63 @@ class ReduceBackwardKernel final : public OpKernel {
   bool extremum_;
 };
 
+// dX = dY * (product of the other elements of X's reduced set). Per set, the
+// product of its nonzero elements and how many zeros it holds decide each
+// element's cofactor, so zeros in X never divide (the Y / x shortcut would).
+class ReduceProdGradKernel final : public OpKernel {
+ public:
+  explicit ReduceProdGradKernel(const Node& node) : axes_(ReduceAxes::of(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    std::vector<bool> reduced = axes_.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
+    std::vector<int64_t> kept = ReduceAxes::kept_sizes(x.sizes(), reduced);
+    int64_t outputs = 1;
+    for (int64_t size : kept) outputs *= size;
+    if (dy.num_elements() != outputs || dy.dtype() != x.dtype()) {
+      ctx.fail("dY " + dy.type_string() + " does not match the reduction of X " + x.type_string());
+    }
+    Tensor& dx = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    BroadcastPlan plan(x.sizes(), x.sizes(), kept);
+    const int64_t stride = plan.inner_stride_b();
+    dispatch_dtype(x.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        ctx.fail("bool has no gradient");
+      } else {
+        using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+        const T* xs = x.data<T>();
+        std::vector<Acc> nonzero_product(static_cast<size_t>(outputs), Acc(1));
+        std::vector<int64_t> zeros(static_cast<size_t>(outputs), 0);
+        plan.for_each([&](int64_t position, int64_t, int64_t slot_offset, int64_t run) {
+          for (int64_t i = 0; i < run; ++i) {
+            auto slot = static_cast<size_t>(slot_offset + i * stride);
+            auto value = static_cast<Acc>(load(xs[position + i]));
+            if (value == Acc(0)) ++zeros[slot];
+            else nonzero_product[slot] = wrapping_mul(nonzero_product[slot], value);
+          }
+        });
+        const T* g = dy.data<T>();
+        T* out = dx.data<T>();
+        plan.for_each([&](int64_t position, int64_t, int64_t slot_offset, int64_t run) {
+          for (int64_t i = 0; i < run; ++i) {
+            auto slot = static_cast<size_t>(slot_offset + i * stride);
+            auto value = static_cast<Acc>(load(xs[position + i]));
+            Acc cofactor = Acc(0);
+            if (zeros[slot] == 0) cofactor = nonzero_product[slot] / value;
+            else if (zeros[slot] == 1 && value == Acc(0)) cofactor = nonzero_product[slot];
+            auto grad = static_cast<Acc>(load(g[slot]));
+            out[position + i] = store<T>(static_cast<ComputeType<T>>(wrapping_mul(grad, cofactor)));
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  ReduceAxes axes_;
+};
+
 }  // namespace
 
 void register_reduce_cpu_kernels(KernelRegistry& registry) {
@@ -216,6 +273,8 @@ void register_reduce_cpu_kernels(KernelRegistry& registry) {
                [](const Node& node) { return std::make_unique<ReduceBackwardKernel>(node, /*extremum=*/false); });
   registry.add("ReduceExtremumGrad", DeviceType::kCpu, numeric,
                [](const Node& node) { return std::make_unique<ReduceBackwardKernel>(node, /*extremum=*/true); });
+  registry.add("ReduceProdGrad", DeviceType::kCpu, numeric,
+               [](const Node& node) { return std::make_unique<ReduceProdGradKernel>(node); });
 }
 
 }  // namespace weir

@@ -103,8 +103,17 @@ void register_reduce_schemas(OpRegistry& registry) {
   });
   registry.add(reduction("ReduceMax", kNumeric, extremum_gradient, "Maximum over `axes`; NaN propagates"));
   registry.add(reduction("ReduceMin", kNumeric, extremum_gradient, "Minimum over `axes`; NaN propagates"));
-  registry.add(reduction("ReduceProd", kNumeric, nullptr, "Product over `axes` (no gradient rule yet)"));
-  registry.add(reduction("ReduceL1", kNumeric, nullptr, "Sum of absolute values over `axes` (no gradient rule yet)"));
+  registry.add(reduction("ReduceProd", kNumeric,
+                         with_grad([](GradientContext& ctx, Value* dy) {
+                           return ctx.emit("ReduceProdGrad", {dy, ctx.node().input(0)}, 1, reduce_attributes(ctx.node()))[0];
+                         }),
+                         "Product over `axes`"));
+  registry.add(reduction("ReduceL1", kNumeric,
+                         with_grad([](GradientContext& ctx, Value* dy) {
+                           // d sum |x| = sign(x) (0 at 0, as Abs's rule)
+                           return ctx.emit("Mul", {broadcast_back(ctx, dy), ctx.emit("Sign", {ctx.node().input(0)})[0]})[0];
+                         }),
+                         "Sum of absolute values over `axes`"));
 
   OpSchema broadcast("BroadcastReduced");
   broadcast.input("dY", "T")
@@ -139,6 +148,22 @@ void register_reduce_schemas(OpRegistry& registry) {
       })
       .doc("Gradient of ReduceMax/ReduceMin: dY where X equals the reduced value Y, else 0 (every tie gets dY)");
   registry.add(std::move(extremum));
+
+  OpSchema product("ReduceProdGrad");
+  product.input("dY", "T")
+      .input("X", "T")
+      .output("dX", "T")
+      .type_constraint("T", kNumeric)
+      .attr("axes", AttrType::kInts)
+      .attr("keepdims", AttrType::kInt, Attribute(1))
+      .attr("noop_with_empty_axes", AttrType::kInt, Attribute(0))
+      .infer([](InferenceContext& ctx) {
+        const TensorType* x = ctx.input_type(1);
+        if (x != nullptr) ctx.set_output_type(0, *x);
+      })
+      .doc("Gradient of ReduceProd: dY times the product of the other elements of each reduced set "
+           "(exact when X holds zeros)");
+  registry.add(std::move(product));
 }
 
 }  // namespace weir

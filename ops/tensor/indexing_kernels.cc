@@ -239,6 +239,26 @@ class ExpandKernel final : public OpKernel {
   }
 };
 
+// Calls visit(out_flat, in_offset) for every element of a tiling of `in`
+// (sizes `in`) to `out` sizes: in_offset is the element it copies.
+template <typename Visit>
+void for_each_tiled(const std::vector<int64_t>& in, const std::vector<int64_t>& out, Visit visit) {
+  size_t rank = out.size();
+  std::vector<int64_t> in_strides(rank, 1);
+  for (size_t a = rank; a-- > 1;) in_strides[a - 1] = in_strides[a] * in[a];
+  std::vector<int64_t> index(rank, 0);
+  int64_t total = span(out, 0, out.size());
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t offset = 0;
+    for (size_t a = 0; a < rank; ++a) offset += (index[a] % in[a]) * in_strides[a];
+    visit(flat, offset);
+    for (size_t a = rank; a-- > 0;) {
+      if (++index[a] < out[a]) break;
+      index[a] = 0;
+    }
+  }
+}
+
 class TileKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
@@ -253,21 +273,34 @@ class TileKernel final : public OpKernel {
       sizes[a] *= repeats[a];
     }
     Tensor& out = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
-    size_t element = dtype_size(x.dtype()), rank = sizes.size();
-    std::vector<int64_t> in_strides(rank, 1);
-    for (size_t a = rank; a-- > 1;) in_strides[a - 1] = in_strides[a] * x.sizes()[a];
-    std::vector<int64_t> index(rank, 0);
+    size_t element = dtype_size(x.dtype());
     const auto* src = static_cast<const char*>(x.raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
-    for (int64_t flat = 0; flat < out.num_elements(); ++flat) {
-      int64_t offset = 0;
-      for (size_t a = 0; a < rank; ++a) offset += (index[a] % x.sizes()[a]) * in_strides[a];
+    for_each_tiled(x.sizes(), sizes, [&](int64_t flat, int64_t offset) {
       std::memcpy(dst + static_cast<size_t>(flat) * element, src + static_cast<size_t>(offset) * element, element);
-      for (size_t a = rank; a-- > 0;) {
-        if (++index[a] < sizes[a]) break;
-        index[a] = 0;
-      }
+    });
+  }
+};
+
+// TileGrad(dY, X): every tile of dY added back onto X's shape.
+class TileGradKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const std::vector<int64_t>& xs = ctx.input(1).sizes();
+    bool tiles = dy.rank() == xs.size();
+    for (size_t a = 0; tiles && a < xs.size(); ++a) {
+      tiles = xs[a] == 0 ? dy.sizes()[a] == 0 : dy.sizes()[a] % xs[a] == 0;
     }
+    if (!tiles) ctx.fail("dY " + dy.type_string() + " is not a tiling of X " + ctx.input(1).type_string());
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs, KernelContext::Fill::kZeros);
+    dispatch_dtype(dy.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T* g = dy.data<T>();
+        T* out = dx.data<T>();
+        for_each_tiled(xs, dy.sizes(), [&](int64_t flat, int64_t offset) { out[offset] = store<T>(load(out[offset]) + load(g[flat])); });
+      }
+    });
   }
 };
 
@@ -391,6 +424,7 @@ void register_indexing_cpu_kernels(KernelRegistry& registry) {
   registry.add("GatherGrad", DeviceType::kCpu, numeric, simple<GatherGradKernel>());
   registry.add("Expand", DeviceType::kCpu, all, simple<ExpandKernel>());
   registry.add("Tile", DeviceType::kCpu, all, simple<TileKernel>());
+  registry.add("TileGrad", DeviceType::kCpu, numeric, simple<TileGradKernel>());
   registry.add("ConstantOfShape", DeviceType::kCpu, {DType::kInt64},
                [](const Node& node) { return std::make_unique<ConstantOfShapeKernel>(node); });
   registry.add("Range", DeviceType::kCpu, {DType::kFloat32, DType::kFloat64, DType::kInt16, DType::kInt32, DType::kInt64},

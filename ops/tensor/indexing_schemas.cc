@@ -321,8 +321,22 @@ void register_indexing_schemas(OpRegistry& registry) {
   tile.input("input", "T").input("repeats", "I").output("output", "T")
       .type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64})
       .infer(infer_tile)
-      .doc("input repeated repeats[i] times along each axis i (no gradient rule yet)");
+      .gradient([](GradientContext& ctx) {
+        Value* grad = ctx.output_grad(0);
+        if (grad == nullptr) return;
+        ctx.set_input_grad(0, ctx.emit("TileGrad", {grad, ctx.node().input(0)})[0]);
+      })
+      .doc("input repeated repeats[i] times along each axis i");
   registry.add(std::move(tile));
+  OpSchema tile_grad("TileGrad");
+  tile_grad.input("dY", "T").input("input", "").output("dX", "T").type_constraint("T", kNumeric)
+      .infer([](InferenceContext& ctx) {
+        const TensorType* dy = ctx.input_type(0);
+        const TensorType* input = ctx.input_type(1);
+        if (dy != nullptr && input != nullptr) ctx.set_output_type(0, {dy->dtype, input->shape});
+      })
+      .doc("the sum of dY's tiles, shaped like input: the gradient of Tile");
+  registry.add(std::move(tile_grad));
 
   OpSchema constant_of_shape("ConstantOfShape");
   constant_of_shape.input("input", "I").output("output", "T")

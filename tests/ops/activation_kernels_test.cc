@@ -204,5 +204,20 @@ TEST(BinaryGradients, PowMaxMinMatchFiniteDifferences) {
   check_gradient("Min", {a, b}, {0, 1});
 }
 
+TEST(BinaryGradients, ModMatchesFiniteDifferencesAwayFromItsJumps) {
+  // fmod jumps where a / b is an integer; keep every quotient's fraction in
+  // [0.1, 0.9] so the central difference never straddles a jump.
+  std::vector<double> divisors = random_values(DType::kFloat64, 4, 26, 0.5, 2.0);
+  divisors[1] = -divisors[1];
+  std::vector<double> dividends = random_values(DType::kFloat64, 12, 27, -6, 6);
+  for (size_t i = 0; i < dividends.size(); ++i) {
+    double b = divisors[i % 4], q = dividends[i] / b;
+    double fraction = std::fabs(q - std::trunc(q));
+    if (fraction < 0.1 || fraction > 0.9) dividends[i] = (std::trunc(q) + (q < 0 ? -0.5 : 0.5)) * b;
+  }
+  check_gradient("Mod", {make_tensor(DType::kFloat64, dividends, {3, 4}), make_tensor(DType::kFloat64, divisors, {4})},
+                 {0, 1}, {{"fmod", Attribute(int64_t{1})}});
+}
+
 }  // namespace
 }  // namespace weir

@@ -161,6 +161,8 @@ TEST(IndexingGradients, MatchFiniteDifferences) {
   check_gradient("Gather", {f64({2, 4, 3}, 6), Tensor::from_vector<int64_t>({0, 2, 2, 3}, {2, 2})}, {0},
                  {{"axis", Attribute(int64_t{1})}});
   check_gradient("Expand", {f64({3, 1}, 7), i64({2, 3, 4})}, {0});
+  check_gradient("Tile", {f64({2, 3}, 8), i64({3, 2})}, {0});
+  check_gradient("Tile", {f64({1, 2, 2}, 9), i64({2, 1, 3})}, {0});
 }
 
 TEST(IndexingGradients, SplitGradientConcatenatesAndFillsAbsentParts) {

@@ -141,7 +141,8 @@ TEST(ReduceKernels, BadAxesNameTheNode) {
 
 TEST(ReduceGradients, EveryDifferentiableReduction) {
   uint32_t seed = 60;
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMin"}) {
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
+                         "ReduceProd", "ReduceL1"}) {
     for (const std::vector<int64_t>& axes : std::vector<std::vector<int64_t>>{{}, {1}, {0, -1}}) {
       for (int64_t keepdims : {0, 1}) {
         // Distinct random values: no ties, so max/min are differentiable.
@@ -152,6 +153,30 @@ TEST(ReduceGradients, EveryDifferentiableReduction) {
       }
     }
   }
+}
+
+TEST(ReduceGradients, ProductWithZerosAndL1WithNegatives) {
+  // Sets along axis 1 with no zero, one zero and two zeros: the product is
+  // linear in each element, so central differences are exact there too.
+  std::vector<double> values = random_values(DType::kFloat64, 12, 70, -2.0, 2.0);
+  values[4] = 0.0;
+  values[8] = values[10] = 0.0;
+  Tensor x = make_tensor(DType::kFloat64, values, {3, 4});
+  check_gradient("ReduceProd", {x}, {0}, {{"axes", Attribute(std::vector<int64_t>{1})}});
+  check_gradient("ReduceProd", {x}, {0}, {{"axes", Attribute(std::vector<int64_t>{0})}, {"keepdims", Attribute(int64_t{0})}});
+  // Away from 0, where |x| has its kink.
+  std::vector<double> signed_values = random_values(DType::kFloat64, 12, 71, 0.3, 2.0);
+  for (size_t i = 0; i < signed_values.size(); i += 3) signed_values[i] = -signed_values[i];
+  check_gradient("ReduceL1", {make_tensor(DType::kFloat64, signed_values, {3, 4})}, {0},
+                 {{"axes", Attribute(std::vector<int64_t>{-1})}});
+}
+
+TEST(ReduceGradients, ProductGradientOfIntegers) {
+  // dX = dY * product of the others, exactly, for i64 (no finite differences).
+  Tensor x = Tensor::from_vector<int64_t>({2, 0, 3, 5, -1, 4}, {2, 3});
+  Tensor dy = Tensor::from_vector<int64_t>({7, -2}, {2});
+  Tensor dx = run_op("ReduceProdGrad", {dy, x}, {{"axes", Attribute(std::vector<int64_t>{1})}, {"keepdims", Attribute(int64_t{0})}})[0];
+  EXPECT_EQ(to_doubles(dx), (std::vector<double>{0, 42, 0, 8, -40, 10}));
 }
 
 }  // namespace

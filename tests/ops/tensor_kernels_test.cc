@@ -126,14 +126,11 @@ TEST(LinalgGradients, MatMulIncludingBroadcastBatches) {
   check_gradient("MatMul", {random_f64({2, 1, 2, 3}, 16), random_f64({3, 3, 4}, 17)}, {0, 1});
 }
 
-TEST(LinalgGradients, MatMulOfAVectorIsRefusedByName) {
-  try {
-    check_gradient("MatMul", {random_f64({3}, 18), random_f64({3, 4}, 19)}, {0, 1});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_EQ(e.node(), "forward");
-  }
+TEST(LinalgGradients, MatMulWithVectorOperands) {
+  check_gradient("MatMul", {random_f64({3}, 18), random_f64({3, 4}, 19)}, {0, 1});
+  check_gradient("MatMul", {random_f64({2, 4, 3}, 20), random_f64({3}, 21)}, {0, 1});
+  check_gradient("MatMul", {random_f64({3}, 22), random_f64({2, 3, 5}, 23)}, {0, 1});
+  check_gradient("MatMul", {random_f64({4}, 24), random_f64({4}, 25)}, {0, 1});
 }
 
 TEST(LinalgGradients, GemmWithEveryTransposeAndC) {

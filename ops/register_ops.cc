@@ -23,11 +23,15 @@
 #include "ops/nn/softmax_kernels.h"
 #include "ops/optimizer/optimizer_kernels.h"
 #include "ops/optimizer/optimizer_schemas.h"
+#include "ops/reduce/along_axis_kernels.h"
+#include "ops/reduce/along_axis_schemas.h"
 #include "ops/reduce/reduce_kernels.h"
 #include "ops/reduce/reduce_schemas.h"
 #include "ops/nn/softmax_schemas.h"
 #include "ops/tensor/indexing_kernels.h"
 #include "ops/tensor/indexing_schemas.h"
+#include "ops/tensor/scatter_gather_kernels.h"
+#include "ops/tensor/scatter_gather_schemas.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_schemas.h"
 
@@ -46,7 +50,9 @@ void register_all_ops(OpRegistry& registry) {
   register_normalization_schemas(registry);
   register_tensor_schemas(registry);
   register_indexing_schemas(registry);
+  register_scatter_gather_schemas(registry);
   register_reduce_schemas(registry);
+  register_along_axis_schemas(registry);
   register_loss_schemas(registry);
   register_optimizer_schemas(registry);
 }
@@ -70,12 +76,14 @@ void register_all_kernels(KernelRegistry& registry) {
   register_matmul_cpu_kernels(registry);
   register_tensor_cpu_kernels(registry);
   register_indexing_cpu_kernels(registry);
+  register_scatter_gather_cpu_kernels(registry);
   register_softmax_cpu_kernels(registry);
   register_conv_cpu_kernels(registry);
   register_dropout_cpu_kernels(registry);
   register_pool_cpu_kernels(registry);
   register_normalization_cpu_kernels(registry);
   register_reduce_cpu_kernels(registry);
+  register_along_axis_cpu_kernels(registry);
   register_loss_cpu_kernels(registry);
   register_optimizer_cpu_kernels(registry);
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/graph.h"
+
 namespace weir {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const InferenceContext& ctx) {
@@ -41,6 +43,20 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const InferenceContext& ctx) 
     ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   }
   return axis < 0 ? axis + rank : axis;
+}
+
+std::optional<std::vector<int64_t>> constant_ints(const InferenceContext& ctx, size_t index) {
+  const Tensor* t = ctx.input_constant(index);
+  if (t == nullptr) return std::nullopt;
+  std::vector<int64_t> values;
+  if (t->dtype() == DType::kInt64) values.assign(t->data<int64_t>(), t->data<int64_t>() + t->num_elements());
+  else if (t->dtype() == DType::kInt32) values.assign(t->data<int32_t>(), t->data<int32_t>() + t->num_elements());
+  else return std::nullopt;
+  return values;
+}
+
+Dim symbolic_dim(const InferenceContext& ctx, size_t axis) {
+  return Dim::symbol(ctx.node().name() + ":" + std::to_string(axis));
 }
 
 }  // namespace weir

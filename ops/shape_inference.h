@@ -3,9 +3,13 @@
 //   weir::Shape c = weir::broadcast_shapes(a, b, ctx);   // NumPy rules, symbolic dims kept
 //   weir::infer_same_as_input(ctx);                      // output 0 = input 0's type
 //   int64_t axis = weir::normalize_axis(-1, rank, ctx);  // -1 -> rank - 1
+//   if (auto k = weir::constant_ints(ctx, 1)) ...         // a constant i32/i64 input's values
+//   Dim unknown = weir::symbolic_dim(ctx, 2);             // "node:2", a size known at run time
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "core/op_schema.h"
 #include "core/shape.h"
@@ -23,5 +27,12 @@ void infer_same_as_input(InferenceContext& ctx);
 
 // Maps an axis in [-rank, rank) to [0, rank); fails via ctx otherwise.
 int64_t normalize_axis(int64_t axis, int64_t rank, const InferenceContext& ctx);
+
+// The values of input `index` when it is a constant i32 or i64 tensor, else nullopt.
+std::optional<std::vector<int64_t>> constant_ints(const InferenceContext& ctx, size_t index);
+
+// A symbolic dim for axis `axis` of the node's output: its size is only known
+// when the node runs. Named "<node>:<axis>".
+Dim symbolic_dim(const InferenceContext& ctx, size_t axis);
 
 }  // namespace weir

@@ -2,6 +2,7 @@
 
 #include "core/graph.h"
 #include "ops/nn/conv_problem.h"
+#include "ops/shape_inference.h"
 
 namespace weir {
 
@@ -141,7 +142,7 @@ void register_conv_schemas(OpRegistry& registry) {
         const TensorType* dy = ctx.input_type(0);
         if (dy == nullptr) return;
         if (!dy->shape.has_rank()) {
-          ctx.set_output_type(0, {dy->dtype, Shape{Dim::symbol(ctx.node().name() + ":0")}});
+          ctx.set_output_type(0, {dy->dtype, Shape{symbolic_dim(ctx, 0)}});
           return;
         }
         if (dy->shape.rank() < 2) ctx.fail("dY " + dy->shape.to_string() + " has no channel axis");

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "ops/nn/pool_problem.h"
+#include "ops/shape_inference.h"
 
 namespace weir {
 
@@ -28,7 +29,7 @@ Shape pooled_shape(InferenceContext& ctx, const Shape& x) {
     for (size_t i = 0; i < p.spatial_rank; ++i) dims.emplace_back(p.out[i]);
   } else {
     pool_problem(ctx.node(), std::vector<int64_t>(static_cast<size_t>(rank), 1 << 20));  // checks the attributes
-    for (int64_t i = 2; i < rank; ++i) dims.push_back(Dim::symbol(ctx.node().name() + ":" + std::to_string(i)));
+    for (int64_t i = 2; i < rank; ++i) dims.push_back(symbolic_dim(ctx, static_cast<size_t>(i)));
   }
   return Shape(std::move(dims));
 }

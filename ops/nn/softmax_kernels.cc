@@ -4,49 +4,14 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/axis_lines.h"
 #include "ops/dtype_dispatch.h"
-#include "ops/threading.h"
 
 namespace weir {
 
 namespace {
 
-// The tensor as [outer, n, inner] around `axis`.
-struct AxisSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-AxisSplit split_at(const KernelContext& ctx, const std::vector<int64_t>& sizes, int64_t axis) {
-  const auto rank = static_cast<int64_t>(sizes.size());
-  if (axis < -rank || axis >= rank) {
-    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  }
-  if (axis < 0) axis += rank;
-  AxisSplit split;
-  for (int64_t i = 0; i < rank; ++i) {
-    int64_t size = sizes[static_cast<size_t>(i)];
-    if (i < axis) split.outer *= size;
-    else if (i == axis) split.n = size;
-    else split.inner *= size;
-  }
-  return split;
-}
-
 int64_t axis_of(const Node& node) { return node.has_attr("axis") ? node.attr("axis").i() : -1; }
-
-// Calls fn(base, stride) for every line along the axis: elements
-// base + j * stride for j < n. Lines are split across threads.
-template <typename Fn>
-void for_each_line(const AxisSplit& split, Fn&& fn) {
-  int64_t lines = split.outer * split.inner;
-  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(split.n, 1));
-  parallel_for(lines, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t line = begin; line < end; ++line) {
-      int64_t o = line / split.inner, i = line % split.inner;
-      fn(o * split.n * split.inner + i, split.inner);
-    }
-  });
-}
 
 template <bool kLog>
 class SoftmaxKernel final : public OpKernel {

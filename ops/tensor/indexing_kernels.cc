@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "ops/axis_lines.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/tensor/indexing.h"
@@ -12,12 +13,6 @@
 namespace weir {
 
 namespace {
-
-int64_t resolve_axis(const KernelContext& ctx, int64_t axis, size_t rank) {
-  auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return axis < 0 ? axis + r : axis;
-}
 
 int64_t axis_attr(const Node& node, int64_t fallback) { return node.has_attr("axis") ? node.attr("axis").i() : fallback; }
 
@@ -288,7 +283,7 @@ class TileGradKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const std::vector<int64_t>& xs = ctx.input(1).sizes();
-    bool tiles = dy.rank() == xs.size();
+    bool tiles = dy.sizes().size() == xs.size();
     for (size_t a = 0; tiles && a < xs.size(); ++a) {
       tiles = xs[a] == 0 ? dy.sizes()[a] == 0 : dy.sizes()[a] % xs[a] == 0;
     }

@@ -15,21 +15,6 @@ const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kF
                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
                                      DType::kInt64};
 
-Dim fresh(const InferenceContext& ctx, size_t axis) {
-  return Dim::symbol(ctx.node().name() + ":" + std::to_string(axis));
-}
-
-// The values of a constant integer input, or nullopt.
-std::optional<std::vector<int64_t>> constant_ints(const InferenceContext& ctx, size_t index) {
-  const Tensor* t = ctx.input_constant(index);
-  if (t == nullptr) return std::nullopt;
-  std::vector<int64_t> values;
-  if (t->dtype() == DType::kInt64) values.assign(t->data<int64_t>(), t->data<int64_t>() + t->num_elements());
-  else if (t->dtype() == DType::kInt32) values.assign(t->data<int32_t>(), t->data<int32_t>() + t->num_elements());
-  else return std::nullopt;
-  return values;
-}
-
 void infer_concat(InferenceContext& ctx) {
   const TensorType* first = ctx.input_type(0);
   if (first == nullptr || !first->shape.has_rank()) return;
@@ -57,7 +42,7 @@ void infer_concat(InferenceContext& ctx) {
     if (along.is_static()) total += along.size();
     else all_static = false;
   }
-  dims[static_cast<size_t>(axis)] = all_static ? Dim(total) : fresh(ctx, static_cast<size_t>(axis));
+  dims[static_cast<size_t>(axis)] = all_static ? Dim(total) : symbolic_dim(ctx, static_cast<size_t>(axis));
   ctx.set_output_type(0, {first->dtype, Shape(std::move(dims))});
 }
 
@@ -67,7 +52,7 @@ void infer_split(InferenceContext& ctx) {
   int64_t axis = normalize_axis(ctx.attr_int("axis"), x->shape.rank(), ctx);
   size_t n = ctx.num_outputs();
   const Dim& along = x->shape[static_cast<size_t>(axis)];
-  std::vector<Dim> parts(n, fresh(ctx, static_cast<size_t>(axis)));
+  std::vector<Dim> parts(n, symbolic_dim(ctx, static_cast<size_t>(axis)));
   if (auto split = ctx.num_inputs() > 1 ? constant_ints(ctx, 1) : std::nullopt) {
     if (split->size() != n) ctx.fail("split " + format_sizes(*split) + " has " + std::to_string(split->size()) +
                                       " entries for " + std::to_string(n) + " outputs");
@@ -103,7 +88,7 @@ void infer_slice(InferenceContext& ctx) {
   bool axes_known = !(ctx.num_inputs() > 3 && ctx.input_type(3) != nullptr) || axes;
   bool steps_known = !(ctx.num_inputs() > 4 && ctx.input_type(4) != nullptr) || steps;
   std::vector<Dim> dims(static_cast<size_t>(x->shape.rank()));
-  for (size_t a = 0; a < dims.size(); ++a) dims[a] = fresh(ctx, a);
+  for (size_t a = 0; a < dims.size(); ++a) dims[a] = symbolic_dim(ctx, a);
   if (starts && ends && axes_known && steps_known && x->shape.is_static()) {
     std::vector<SliceAxis> sliced = resolve_slice(x->shape.sizes(), *starts, *ends, axes ? &*axes : nullptr,
                                                   steps ? &*steps : nullptr, [&](const std::string& m) { ctx.fail(m); });
@@ -139,7 +124,7 @@ void infer_expand(InferenceContext& ctx) {
   if (shape_type != nullptr && shape_type->shape.is_static() && x->shape.has_rank()) {
     size_t rank = std::max<size_t>(static_cast<size_t>(shape_type->shape.num_elements()), x->shape.dims().size());
     std::vector<Dim> dims(rank);
-    for (size_t a = 0; a < rank; ++a) dims[a] = fresh(ctx, a);
+    for (size_t a = 0; a < rank; ++a) dims[a] = symbolic_dim(ctx, a);
     ctx.set_output_type(0, {x->dtype, Shape(std::move(dims))});
     return;
   }
@@ -156,7 +141,7 @@ void infer_tile(InferenceContext& ctx) {
   }
   for (size_t a = 0; a < dims.size(); ++a) {
     const Dim& d = x->shape[a];
-    dims[a] = repeats && d.is_static() ? Dim(d.size() * (*repeats)[a]) : fresh(ctx, a);
+    dims[a] = repeats && d.is_static() ? Dim(d.size() * (*repeats)[a]) : symbolic_dim(ctx, a);
   }
   ctx.set_output_type(0, {x->dtype, Shape(std::move(dims))});
 }
@@ -177,7 +162,7 @@ void infer_constant_of_shape(InferenceContext& ctx) {
   const TensorType* shape_type = ctx.input_type(0);
   if (shape_type != nullptr && shape_type->shape.is_static()) {
     std::vector<Dim> dims(static_cast<size_t>(shape_type->shape.num_elements()));
-    for (size_t a = 0; a < dims.size(); ++a) dims[a] = fresh(ctx, a);
+    for (size_t a = 0; a < dims.size(); ++a) dims[a] = symbolic_dim(ctx, a);
     ctx.set_output_type(0, {dtype, Shape(std::move(dims))});
     return;
   }
@@ -351,7 +336,7 @@ void register_indexing_schemas(OpRegistry& registry) {
       .type_constraint("T", {DType::kFloat32, DType::kFloat64, DType::kInt16, DType::kInt32, DType::kInt64})
       .infer([](InferenceContext& ctx) {
         const TensorType* start = ctx.input_type(0);
-        if (start != nullptr) ctx.set_output_type(0, {start->dtype, Shape{fresh(ctx, 0)}});
+        if (start != nullptr) ctx.set_output_type(0, {start->dtype, Shape{symbolic_dim(ctx, 0)}});
       })
       .doc("start, start + delta, ... up to (not including) limit: max(ceil((limit - start) / delta), 0) values");
   registry.add(std::move(range));

@@ -54,7 +54,7 @@ Shape reshape_result(const Shape& input, const std::vector<int64_t>& shape, bool
       }
       dims[static_cast<size_t>(inferred_axis)] = Dim(total / known);
     } else {
-      dims[static_cast<size_t>(inferred_axis)] = Dim::symbol(ctx.node().name() + ":" + std::to_string(inferred_axis));
+      dims[static_cast<size_t>(inferred_axis)] = symbolic_dim(ctx, static_cast<size_t>(inferred_axis));
     }
   }
   Shape result(std::move(dims));
@@ -75,7 +75,7 @@ void infer_reshape(InferenceContext& ctx) {
     // Only the rank is known: the shape tensor's length.
     if (shape->shape.has_rank() && shape->shape[0].is_static()) {
       std::vector<Dim> dims;
-      for (int64_t i = 0; i < shape->shape[0].size(); ++i) dims.push_back(Dim::symbol(ctx.node().name() + ":" + std::to_string(i)));
+      for (int64_t i = 0; i < shape->shape[0].size(); ++i) dims.push_back(symbolic_dim(ctx, static_cast<size_t>(i)));
       ctx.set_output_type(0, TensorType{data->dtype, Shape(std::move(dims))});
     } else {
       ctx.set_output_type(0, TensorType{data->dtype, Shape::unknown_rank()});
@@ -138,7 +138,7 @@ void infer_flatten(InferenceContext& ctx) {
   const TensorType* input = ctx.input_type(0);
   if (input == nullptr) return;
   if (!input->shape.has_rank()) {
-    ctx.set_output_type(0, TensorType{input->dtype, Shape{Dim::symbol(ctx.node().name() + ":0"), Dim::symbol(ctx.node().name() + ":1")}});
+    ctx.set_output_type(0, TensorType{input->dtype, Shape{symbolic_dim(ctx, 0), symbolic_dim(ctx, 1)}});
     return;
   }
   int64_t rank = input->shape.rank();

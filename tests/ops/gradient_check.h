@@ -19,11 +19,14 @@ struct GradientCheckOptions {
   double step = 1e-6;
   double absolute_tolerance = 1e-7;
   double relative_tolerance = 1e-6;
+  // Outputs the op node has (TopK has 2); only output 0 is differentiated.
+  size_t num_outputs = 1;
 };
 
 inline double weighted_sum(const std::string& op_type, const std::vector<Tensor>& inputs,
-                           const std::map<std::string, Attribute>& attributes, const std::vector<double>& weights) {
-  std::vector<double> out = to_doubles(run_op(op_type, inputs, attributes)[0]);
+                           const std::map<std::string, Attribute>& attributes, const std::vector<double>& weights,
+                           size_t num_outputs) {
+  std::vector<double> out = to_doubles(run_op(op_type, inputs, attributes, num_outputs)[0]);
   double sum = 0;
   for (size_t i = 0; i < out.size(); ++i) sum += out[i] * weights[i];
   return sum;
@@ -50,13 +53,15 @@ inline void check_gradient(const std::string& op_type, const std::vector<Tensor>
     values.push_back(g.add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
     feeds[name] = inputs[i];
   }
-  Node* node = g.add_node(op_type, values, 1, attributes, "forward");
+  Node* node = g.add_node(op_type, values, options.num_outputs, attributes, "forward");
   infer_graph_types(g, default_op_registry());
   const Value* y = node->output(0);
   Value* dy = g.add_input("dY", y->type());
   const OpSchema& schema = default_op_registry().get(op_type);
   ASSERT_TRUE(schema.differentiable()) << op_type << " has no gradient rule";
-  GradientContext ctx(g, *node, {dy});
+  std::vector<Value*> output_grads(options.num_outputs, nullptr);
+  output_grads[0] = dy;
+  GradientContext ctx(g, *node, output_grads);
   schema.gradient_rule()(ctx);
   std::vector<size_t> checked;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -84,8 +89,8 @@ inline void check_gradient(const std::string& op_type, const std::vector<Tensor>
       double h = options.step * std::max(1.0, std::fabs(x));
       plus[index].data<double>()[j] = x + h;
       minus[index].data<double>()[j] = x - h;
-      double numeric = (weighted_sum(op_type, plus, attributes, weights) -
-                        weighted_sum(op_type, minus, attributes, weights)) / (2 * h);
+      double numeric = (weighted_sum(op_type, plus, attributes, weights, options.num_outputs) -
+                        weighted_sum(op_type, minus, attributes, weights, options.num_outputs)) / (2 * h);
       double allowed = options.absolute_tolerance + options.relative_tolerance * std::fabs(numeric);
       ASSERT_NEAR(grad[static_cast<size_t>(j)], numeric, allowed)
           << op_type << ": d/d input " << index << " element " << j << " at " << x;

@@ -30,10 +30,13 @@
 #include "ops/nn/softmax_schemas.h"
 #include "ops/tensor/indexing_kernels.h"
 #include "ops/tensor/indexing_schemas.h"
+#include "ops/tensor/one_hot.h"
+#include "ops/tensor/pad.h"
 #include "ops/tensor/scatter_gather_kernels.h"
 #include "ops/tensor/scatter_gather_schemas.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_schemas.h"
+#include "ops/tensor/trilu.h"
 
 namespace weir {
 
@@ -51,6 +54,9 @@ void register_all_ops(OpRegistry& registry) {
   register_tensor_schemas(registry);
   register_indexing_schemas(registry);
   register_scatter_gather_schemas(registry);
+  register_pad_schemas(registry);
+  register_one_hot_schema(registry);
+  register_trilu_schema(registry);
   register_reduce_schemas(registry);
   register_along_axis_schemas(registry);
   register_loss_schemas(registry);
@@ -77,6 +83,9 @@ void register_all_kernels(KernelRegistry& registry) {
   register_tensor_cpu_kernels(registry);
   register_indexing_cpu_kernels(registry);
   register_scatter_gather_cpu_kernels(registry);
+  register_pad_cpu_kernels(registry);
+  register_one_hot_cpu_kernel(registry);
+  register_trilu_cpu_kernel(registry);
   register_softmax_cpu_kernels(registry);
   register_conv_cpu_kernels(registry);
   register_dropout_cpu_kernels(registry);

@@ -19,6 +19,7 @@
 #include "ops/nn/normalization_kernels.h"
 #include "ops/nn/normalization_schemas.h"
 #include "ops/nn/pool_kernels.h"
+#include "ops/nn/resize.h"
 #include "ops/nn/pool_schemas.h"
 #include "ops/nn/softmax_kernels.h"
 #include "ops/optimizer/optimizer_kernels.h"
@@ -50,6 +51,7 @@ void register_all_ops(OpRegistry& registry) {
   register_conv_schemas(registry);
   register_dropout_schemas(registry);
   register_pool_schemas(registry);
+  register_resize_schemas(registry);
   register_normalization_schemas(registry);
   register_tensor_schemas(registry);
   register_indexing_schemas(registry);
@@ -90,6 +92,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_conv_cpu_kernels(registry);
   register_dropout_cpu_kernels(registry);
   register_pool_cpu_kernels(registry);
+  register_resize_cpu_kernels(registry);
   register_normalization_cpu_kernels(registry);
   register_reduce_cpu_kernels(registry);
   register_along_axis_cpu_kernels(registry);

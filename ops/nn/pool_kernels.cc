@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/nn/dnnl_pool.h"
 #include "ops/nn/pool_problem.h"
 #include "ops/threading.h"
 
@@ -81,6 +82,10 @@ class MaxPoolKernel final : public OpKernel {
     ConvProblem p = pool_problem(ctx.node(), x.sizes());
     Tensor& y = ctx.allocate_output(0, x.dtype(), p.out_sizes(), KernelContext::Fill::kUninitialized);
     bool want_indices = ctx.num_outputs() > 1;
+    if (!want_indices && DnnlPool::supports(x.dtype(), p, /*max=*/true, false)) {
+      dnnl_.forward(x.dtype(), p, /*max=*/true, false, x.raw_data(), y.raw_data());
+      return;
+    }
     int64_t* indices = want_indices
         ? ctx.allocate_output(1, DType::kInt64, p.out_sizes(), KernelContext::Fill::kUninitialized).data<int64_t>()
         : nullptr;
@@ -116,6 +121,7 @@ class MaxPoolKernel final : public OpKernel {
   }
 
   bool column_major_;
+  DnnlPool dnnl_;
 };
 
 class AveragePoolKernel final : public OpKernel {
@@ -126,6 +132,10 @@ class AveragePoolKernel final : public OpKernel {
     const Tensor& x = ctx.input(0);
     ConvProblem p = pool_problem(ctx.node(), x.sizes());
     Tensor& y = ctx.allocate_output(0, x.dtype(), p.out_sizes(), KernelContext::Fill::kUninitialized);
+    if (DnnlPool::supports(x.dtype(), p, /*max=*/false, include_pad_)) {
+      dnnl_.forward(x.dtype(), p, /*max=*/false, include_pad_, x.raw_data(), y.raw_data());
+      return;
+    }
     int64_t in_plane = p.in_plane(), out_plane = p.out_plane();
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (!std::is_same_v<T, bool>) {
@@ -149,6 +159,7 @@ class AveragePoolKernel final : public OpKernel {
 
  private:
   bool include_pad_;
+  DnnlPool dnnl_;
 };
 
 // MaxPoolGrad / AveragePoolGrad (dY, X) -> dX.

@@ -1,0 +1,94 @@
+#include "ops/nn/dnnl_pool.h"
+
+#include <dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace weir {
+
+namespace {
+
+using dnnl::memory;
+
+// The end padding oneDNN needs for `out` windows: at least the node's, more
+// when ceil_mode added a window that runs past it.
+int64_t end_padding(const ConvProblem& p, size_t a) {
+  int64_t span = (p.kernel[a] - 1) * p.dilations[a] + 1;
+  return std::max(p.pads_end[a], (p.out[a] - 1) * p.strides[a] + span - p.in[a] - p.pads_begin[a]);
+}
+
+memory::dims dims_of(const std::array<int64_t, 3>& values, size_t rank, int64_t minus = 0) {
+  memory::dims dims;
+  for (size_t a = 0; a < rank; ++a) dims.push_back(values[a] - minus);  // spatial axes first, as ConvProblem keeps them
+  return dims;
+}
+
+// Plain [N, C, spatial...] of the problem's input or output.
+memory::desc plain_desc(const ConvProblem& p, DType dtype, bool output) {
+  memory::dims dims = output ? p.out_sizes() : p.in_sizes();
+  memory::dims strides(dims.size(), 1);
+  for (size_t a = dims.size() - 1; a-- > 0;) strides[a] = strides[a + 1] * dims[a + 1];
+  return memory::desc(dims, dtype == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32, strides);
+}
+
+using Key = std::tuple<DType, bool, bool, int64_t, int64_t, size_t, std::array<int64_t, 3>, std::array<int64_t, 3>,
+                       std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
+                       std::array<int64_t, 3>>;
+
+}  // namespace
+
+struct DnnlPool::Impl {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex mutex;
+  std::map<Key, std::shared_ptr<dnnl::pooling_v2_forward>> primitives;
+
+  std::shared_ptr<dnnl::pooling_v2_forward> primitive(DType dtype, const ConvProblem& p, bool max, bool include_pad) {
+    Key key{dtype, max, include_pad, p.batch, p.in_channels, p.spatial_rank, p.in, p.out, p.kernel, p.strides,
+            p.dilations, p.pads_begin, p.pads_end};
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = primitives.find(key);
+    if (found != primitives.end()) return found->second;
+    std::array<int64_t, 3> pads_end{};
+    for (size_t a = 0; a < 3; ++a) pads_end[a] = end_padding(p, a);
+    dnnl::algorithm algorithm = max ? dnnl::algorithm::pooling_max
+                                : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                              : dnnl::algorithm::pooling_avg_exclude_padding;
+    size_t rank = p.spatial_rank;
+    // oneDNN counts dilation from 0 (no gaps); ONNX from 1.
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, plain_desc(p, dtype, false),
+                                        plain_desc(p, dtype, true), dims_of(p.strides, rank), dims_of(p.kernel, rank),
+                                        dims_of(p.dilations, rank, 1), dims_of(p.pads_begin, rank), dims_of(pads_end, rank));
+    auto created = std::make_shared<dnnl::pooling_v2_forward>(dnnl::pooling_v2_forward::primitive_desc(desc, engine));
+    primitives.emplace(key, created);
+    return created;
+  }
+};
+
+DnnlPool::DnnlPool() : impl_(std::make_unique<Impl>()) {}
+DnnlPool::~DnnlPool() = default;
+
+bool DnnlPool::supports(DType dtype, const ConvProblem& p, bool max, bool include_pad) {
+  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) return false;
+  if (p.batch == 0 || p.in_channels == 0 || p.out_plane() == 0 || p.in_plane() == 0) return false;
+  for (size_t a = 0; a < 3; ++a) {
+    if (!max && include_pad && end_padding(p, a) != p.pads_end[a]) return false;
+    // A window wholly inside the padding has no taps; oneDNN refuses such shapes.
+    if (p.pads_begin[a] >= (p.kernel[a] - 1) * p.dilations[a] + 1 || end_padding(p, a) >= (p.kernel[a] - 1) * p.dilations[a] + 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void DnnlPool::forward(DType dtype, const ConvProblem& p, bool max, bool include_pad, const void* in, void* out) {
+  std::shared_ptr<dnnl::pooling_v2_forward> pool = impl_->primitive(dtype, p, max, include_pad);
+  dnnl::stream stream(impl_->engine);
+  memory src(plain_desc(p, dtype, false), impl_->engine, const_cast<void*>(in));
+  memory dst(plain_desc(p, dtype, true), impl_->engine, out);
+  pool->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  stream.wait();
+}
+
+}  // namespace weir

@@ -6,6 +6,7 @@
 
 #include "ops/axis_lines.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/nn/dnnl_softmax.h"
 
 namespace weir {
 
@@ -22,6 +23,10 @@ class SoftmaxKernel final : public OpKernel {
     const Tensor& x = ctx.input(0);
     AxisSplit split = split_at(ctx, x.sizes(), axis_);
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    if (DnnlSoftmax::supports(x.dtype(), split)) {
+      dnnl_.forward(x.dtype(), split, kLog, x.raw_data(), y.raw_data());
+      return;
+    }
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
         using C = ComputeType<T>;
@@ -47,6 +52,7 @@ class SoftmaxKernel final : public OpKernel {
 
  private:
   int64_t axis_;
+  DnnlSoftmax dnnl_;
 };
 
 // SoftmaxGrad: dX = Y (dY - sum(dY Y)); LogSoftmaxGrad: dX = dY - exp(Y) sum(dY).

@@ -94,7 +94,8 @@ TEST(LossKernels, CrossEntropyCanAlsoReturnLogProbabilities) {
   std::vector<Tensor> outputs = run_op("SoftmaxCrossEntropyLoss", {scores, random_labels({3}, 4, 6)}, {}, 2);
   Tensor expected = run_op("LogSoftmax", {scores}, {{"axis", Attribute(1)}})[0];
   std::vector<double> got = to_doubles(outputs[1]), want = to_doubles(expected);
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);
+  // f32 LogSoftmax runs oneDNN's vectorized exp/log: a few ulp from the loss kernel's own.
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::fabs(want[i])));
 }
 
 TEST(LossKernels, LabelOutsideTheClassesNamesNodeAndPosition) {

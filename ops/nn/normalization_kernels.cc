@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/nn/dnnl_layer_norm.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -179,6 +180,7 @@ class NormKernel final : public OpKernel {
       var = to_double(ctx.input(4));
     }
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    if (layer_norm_through_dnnl(ctx, p)) return;
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (!std::is_same_v<T, bool>) {
         if (batch_stats) group_stats(p, x.data<T>(), mean, var);
@@ -190,6 +192,34 @@ class NormKernel final : public OpKernel {
   }
 
  private:
+  // f32 LayerNormalization with parameters of the normalized size runs
+  // oneDNN's kernel (its statistics are f32, not the loops' f64). Returns
+  // false where it does not apply.
+  bool layer_norm_through_dnnl(KernelContext& ctx, const NormPlan& p) {
+    const Tensor& x = ctx.input(0);
+    auto f32_params = [&](size_t index) {
+      return ctx.input(index).dtype() == DType::kFloat32 && ctx.input(index).num_elements() == p.len;
+    };
+    if (kind_ != NormKind::kLayer || x.dtype() != DType::kFloat32 || p.groups * p.len == 0 || !f32_params(1) ||
+        (ctx.has_input(2) && !f32_params(2))) {
+      return false;
+    }
+    std::vector<float> mean, variance;
+    bool statistics = ctx.num_outputs() > 1;
+    if (statistics) {
+      mean.resize(static_cast<size_t>(p.groups));
+      variance.resize(mean.size());
+    }
+    dnnl_layer_norm_.forward(p.groups, p.len, static_cast<float>(epsilon_), x.data<float>(), ctx.input(1).data<float>(),
+                             ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr, ctx.output(0).data<float>(),
+                             statistics ? mean.data() : nullptr, statistics ? variance.data() : nullptr);
+    if (statistics) {
+      std::vector<double> mean64(mean.begin(), mean.end()), var64(variance.begin(), variance.end());
+      write_statistics<float>(ctx, mean64, var64, reciprocal_std(var64, epsilon_));
+    }
+    return true;
+  }
+
   template <typename T>
   void write_statistics(KernelContext& ctx, const std::vector<double>& mean, const std::vector<double>& var,
                         const std::vector<double>& rstd) {
@@ -231,6 +261,7 @@ class NormKernel final : public OpKernel {
   double epsilon_;
   bool training_;
   double momentum_;
+  DnnlLayerNorm dnnl_layer_norm_;
 };
 
 // (dY, X, scale[, mean, var]) -> (dX, dScale, dB).

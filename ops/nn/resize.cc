@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/shape_inference.h"
 #include "ops/threading.h"
 
@@ -355,10 +356,6 @@ void infer_resize(InferenceContext& ctx) {
   ctx.set_output_type(0, {x->dtype, Shape(std::move(dims))});
 }
 
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
-const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
 
 OpSchema with_resize_attributes(OpSchema schema) {
   schema.attr("mode", AttrType::kString, Attribute(std::string("nearest")))
@@ -376,7 +373,7 @@ void register_resize_schemas(OpRegistry& registry) {
   OpSchema resize("Resize");
   resize.input("X", "T").input("roi", "F", Arity::kOptional).input("scales", "S", Arity::kOptional)
       .input("sizes", "I", Arity::kOptional).output("Y", "T")
-      .type_constraint("T", kNumeric).type_constraint("F", kFloatTypes).type_constraint("S", {DType::kFloat32})
+      .type_constraint("T", kNumericDTypes).type_constraint("F", kFloatDTypes).type_constraint("S", {DType::kFloat32})
       .type_constraint("I", {DType::kInt64})
       .infer(infer_resize)
       .gradient([](GradientContext& ctx) {
@@ -394,7 +391,7 @@ void register_resize_schemas(OpRegistry& registry) {
   OpSchema resize_grad("ResizeGrad");
   resize_grad.input("dY", "T").input("X", "T").input("roi", "F", Arity::kOptional).input("scales", "S", Arity::kOptional)
       .input("sizes", "I", Arity::kOptional).output("dX", "T")
-      .type_constraint("T", kFloatTypes).type_constraint("F", kFloatTypes).type_constraint("S", {DType::kFloat32})
+      .type_constraint("T", kFloatDTypes).type_constraint("F", kFloatDTypes).type_constraint("S", {DType::kFloat32})
       .type_constraint("I", {DType::kInt64})
       .infer([](InferenceContext& ctx) {
         const TensorType* x = ctx.input_type(1);
@@ -405,8 +402,8 @@ void register_resize_schemas(OpRegistry& registry) {
 }
 
 void register_resize_cpu_kernels(KernelRegistry& registry) {
-  registry.add("Resize", DeviceType::kCpu, kNumeric, [](const Node& node) { return std::make_unique<ResizeKernel>(node, false); });
-  registry.add("ResizeGrad", DeviceType::kCpu, kFloatTypes,
+  registry.add("Resize", DeviceType::kCpu, kNumericDTypes, [](const Node& node) { return std::make_unique<ResizeKernel>(node, false); });
+  registry.add("ResizeGrad", DeviceType::kCpu, kFloatDTypes,
                [](const Node& node) { return std::make_unique<ResizeKernel>(node, true); });
 }
 

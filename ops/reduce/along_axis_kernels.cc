@@ -7,6 +7,7 @@
 
 #include "ops/axis_lines.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/tensor/indexing.h"
 
 namespace weir {
@@ -172,15 +173,12 @@ class TopKKernel final : public OpKernel {
 }  // namespace
 
 void register_along_axis_cpu_kernels(KernelRegistry& registry) {
-  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                      DType::kInt64};
-  registry.add("ArgMax", DeviceType::kCpu, numeric, [](const Node& node) { return std::make_unique<ArgExtremumKernel>(node, true); });
-  registry.add("ArgMin", DeviceType::kCpu, numeric, [](const Node& node) { return std::make_unique<ArgExtremumKernel>(node, false); });
+  registry.add("ArgMax", DeviceType::kCpu, kNumericDTypes, [](const Node& node) { return std::make_unique<ArgExtremumKernel>(node, true); });
+  registry.add("ArgMin", DeviceType::kCpu, kNumericDTypes, [](const Node& node) { return std::make_unique<ArgExtremumKernel>(node, false); });
   registry.add("CumSum", DeviceType::kCpu,
                {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64},
                [](const Node& node) { return std::make_unique<CumSumKernel>(node); });
-  registry.add("TopK", DeviceType::kCpu, numeric, [](const Node& node) { return std::make_unique<TopKKernel>(node); });
+  registry.add("TopK", DeviceType::kCpu, kNumericDTypes, [](const Node& node) { return std::make_unique<TopKKernel>(node); });
 }
 
 }  // namespace weir

@@ -1,15 +1,13 @@
 #include "ops/reduce/along_axis_schemas.h"
 
 #include "core/graph.h"
+#include "ops/dtype_sets.h"
 #include "ops/shape_inference.h"
 
 namespace weir {
 
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
 
 int64_t int_attr(const InferenceContext& ctx, const char* name, int64_t fallback) {
   return ctx.has_attr(name) ? ctx.attr_int(name) : fallback;
@@ -55,7 +53,7 @@ void infer_top_k(InferenceContext& ctx) {
 OpSchema arg_extremum(const char* name, const char* doc) {
   OpSchema schema(name);
   schema.input("data", "T").output("reduced", "I")
-      .type_constraint("T", kNumeric).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kNumericDTypes).type_constraint("I", {DType::kInt64})
       .attr("axis", AttrType::kInt, Attribute(int64_t{0}))
       .attr("keepdims", AttrType::kInt, Attribute(int64_t{1}))
       .attr("select_last_index", AttrType::kInt, Attribute(int64_t{0}))
@@ -97,7 +95,7 @@ void register_along_axis_schemas(OpRegistry& registry) {
 
   OpSchema top_k("TopK");
   top_k.input("X", "T").input("K", "I").output("Values", "T").output("Indices", "I")
-      .type_constraint("T", kNumeric).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kNumericDTypes).type_constraint("I", {DType::kInt64})
       .attr("axis", AttrType::kInt, Attribute(int64_t{-1}))
       .attr("largest", AttrType::kInt, Attribute(int64_t{1}))
       .attr("sorted", AttrType::kInt, Attribute(int64_t{1}))

@@ -6,6 +6,7 @@
 
 #include "ops/axis_lines.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/tensor/indexing.h"
 #include "ops/threading.h"
@@ -406,28 +407,24 @@ KernelFactory simple() {
 }  // namespace
 
 void register_indexing_cpu_kernels(KernelRegistry& registry) {
-  const std::vector<DType> all = {std::begin(kAllDTypes), std::end(kAllDTypes)};
-  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                      DType::kInt64};
-  registry.add("Concat", DeviceType::kCpu, all, simple<ConcatKernel>());
-  registry.add("ConcatGrad", DeviceType::kCpu, all, simple<ConcatGradKernel>());
-  registry.add("Split", DeviceType::kCpu, all, simple<SplitKernel>());
-  registry.add("Slice", DeviceType::kCpu, all, [](const Node&) { return std::make_unique<SliceKernel>(false); });
-  registry.add("SliceGrad", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<SliceKernel>(true); });
-  registry.add("Gather", DeviceType::kCpu, all, simple<GatherKernel>());
-  registry.add("GatherGrad", DeviceType::kCpu, numeric, simple<GatherGradKernel>());
-  registry.add("Expand", DeviceType::kCpu, all, simple<ExpandKernel>());
-  registry.add("Tile", DeviceType::kCpu, all, simple<TileKernel>());
-  registry.add("TileGrad", DeviceType::kCpu, numeric, simple<TileGradKernel>());
+  registry.add("Concat", DeviceType::kCpu, kAnyDTypes, simple<ConcatKernel>());
+  registry.add("ConcatGrad", DeviceType::kCpu, kAnyDTypes, simple<ConcatGradKernel>());
+  registry.add("Split", DeviceType::kCpu, kAnyDTypes, simple<SplitKernel>());
+  registry.add("Slice", DeviceType::kCpu, kAnyDTypes, [](const Node&) { return std::make_unique<SliceKernel>(false); });
+  registry.add("SliceGrad", DeviceType::kCpu, kNumericDTypes, [](const Node&) { return std::make_unique<SliceKernel>(true); });
+  registry.add("Gather", DeviceType::kCpu, kAnyDTypes, simple<GatherKernel>());
+  registry.add("GatherGrad", DeviceType::kCpu, kNumericDTypes, simple<GatherGradKernel>());
+  registry.add("Expand", DeviceType::kCpu, kAnyDTypes, simple<ExpandKernel>());
+  registry.add("Tile", DeviceType::kCpu, kAnyDTypes, simple<TileKernel>());
+  registry.add("TileGrad", DeviceType::kCpu, kNumericDTypes, simple<TileGradKernel>());
   registry.add("ConstantOfShape", DeviceType::kCpu, {DType::kInt64},
                [](const Node& node) { return std::make_unique<ConstantOfShapeKernel>(node); });
   registry.add("Range", DeviceType::kCpu, {DType::kFloat32, DType::kFloat64, DType::kInt16, DType::kInt32, DType::kInt64},
                simple<RangeKernel>());
-  registry.add("Size", DeviceType::kCpu, all, simple<SizeKernel>());
-  registry.add("ZerosLike", DeviceType::kCpu, all, simple<ZerosLikeKernel>());
+  registry.add("Size", DeviceType::kCpu, kAnyDTypes, simple<SizeKernel>());
+  registry.add("ZerosLike", DeviceType::kCpu, kAnyDTypes, simple<ZerosLikeKernel>());
   // Constant has no inputs: its kernel dtype is its output's.
-  registry.add("Constant", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<ConstantKernel>(node); });
+  registry.add("Constant", DeviceType::kCpu, kAnyDTypes, [](const Node& node) { return std::make_unique<ConstantKernel>(node); });
 }
 
 }  // namespace weir

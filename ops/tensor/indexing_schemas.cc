@@ -1,6 +1,7 @@
 #include "ops/tensor/indexing_schemas.h"
 
 #include "core/graph.h"
+#include "ops/dtype_sets.h"
 #include "ops/gradient_util.h"
 #include "ops/shape_inference.h"
 #include "ops/tensor/indexing.h"
@@ -9,11 +10,7 @@ namespace weir {
 
 namespace {
 
-const std::vector<DType> kAnyType = {std::begin(kAllDTypes), std::end(kAllDTypes)};
 const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
 
 void infer_concat(InferenceContext& ctx) {
   const TensorType* first = ctx.input_type(0);
@@ -191,7 +188,7 @@ void infer_constant(InferenceContext& ctx) {
 
 void register_indexing_schemas(OpRegistry& registry) {
   OpSchema concat("Concat");
-  concat.input("inputs", "T", Arity::kVariadic).output("concat_result", "T").type_constraint("T", kAnyType)
+  concat.input("inputs", "T", Arity::kVariadic).output("concat_result", "T").type_constraint("T", kAnyDTypes)
       .required_attr("axis", AttrType::kInt)
       .infer(infer_concat)
       .gradient([](GradientContext& ctx) {
@@ -206,7 +203,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   registry.add(std::move(concat));
   OpSchema concat_grad("ConcatGrad");
   concat_grad.input("dY", "T").input("inputs", "", Arity::kVariadic).output("grads", "T", Arity::kVariadic)
-      .type_constraint("T", kAnyType)
+      .type_constraint("T", kAnyDTypes)
       .required_attr("axis", AttrType::kInt)
       .infer([](InferenceContext& ctx) {
         const TensorType* dy = ctx.input_type(0);
@@ -220,7 +217,7 @@ void register_indexing_schemas(OpRegistry& registry) {
 
   OpSchema split("Split");
   split.input("input", "T").input("split", "I", Arity::kOptional).output("outputs", "T", Arity::kVariadic)
-      .type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64})
       .attr("axis", AttrType::kInt, Attribute(int64_t{0}))
       .attr("num_outputs", AttrType::kInt)
       .infer(infer_split)
@@ -242,7 +239,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   OpSchema slice("Slice");
   slice.input("data", "T").input("starts", "I").input("ends", "I").input("axes", "I", Arity::kOptional)
       .input("steps", "I", Arity::kOptional).output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", kIndexTypes)
+      .type_constraint("T", kAnyDTypes).type_constraint("I", kIndexTypes)
       .infer(infer_slice)
       .gradient([](GradientContext& ctx) {
         Value* grad = ctx.output_grad(0);
@@ -256,7 +253,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   OpSchema slice_grad("SliceGrad");
   slice_grad.input("dY", "T").input("data", "").input("starts", "I").input("ends", "I")
       .input("axes", "I", Arity::kOptional).input("steps", "I", Arity::kOptional).output("dX", "T")
-      .type_constraint("T", kNumeric).type_constraint("I", kIndexTypes)
+      .type_constraint("T", kNumericDTypes).type_constraint("I", kIndexTypes)
       .infer([](InferenceContext& ctx) {
         const TensorType* dy = ctx.input_type(0);
         const TensorType* data = ctx.input_type(1);
@@ -267,7 +264,7 @@ void register_indexing_schemas(OpRegistry& registry) {
 
   OpSchema gather("Gather");
   gather.input("data", "T").input("indices", "I").output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", kIndexTypes)
+      .type_constraint("T", kAnyDTypes).type_constraint("I", kIndexTypes)
       .attr("axis", AttrType::kInt, Attribute(int64_t{0}))
       .infer(infer_gather)
       .gradient([](GradientContext& ctx) {
@@ -280,7 +277,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   registry.add(std::move(gather));
   OpSchema gather_grad("GatherGrad");
   gather_grad.input("dY", "T").input("data", "").input("indices", "I").output("dX", "T")
-      .type_constraint("T", kNumeric).type_constraint("I", kIndexTypes)
+      .type_constraint("T", kNumericDTypes).type_constraint("I", kIndexTypes)
       .attr("axis", AttrType::kInt, Attribute(int64_t{0}))
       .infer([](InferenceContext& ctx) {
         const TensorType* dy = ctx.input_type(0);
@@ -292,7 +289,7 @@ void register_indexing_schemas(OpRegistry& registry) {
 
   OpSchema expand("Expand");
   expand.input("input", "T").input("shape", "I").output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64})
       .infer(infer_expand)
       .gradient([](GradientContext& ctx) {
         Value* grad = ctx.output_grad(0);
@@ -304,7 +301,7 @@ void register_indexing_schemas(OpRegistry& registry) {
 
   OpSchema tile("Tile");
   tile.input("input", "T").input("repeats", "I").output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64})
       .infer(infer_tile)
       .gradient([](GradientContext& ctx) {
         Value* grad = ctx.output_grad(0);
@@ -314,7 +311,7 @@ void register_indexing_schemas(OpRegistry& registry) {
       .doc("input repeated repeats[i] times along each axis i");
   registry.add(std::move(tile));
   OpSchema tile_grad("TileGrad");
-  tile_grad.input("dY", "T").input("input", "").output("dX", "T").type_constraint("T", kNumeric)
+  tile_grad.input("dY", "T").input("input", "").output("dX", "T").type_constraint("T", kNumericDTypes)
       .infer([](InferenceContext& ctx) {
         const TensorType* dy = ctx.input_type(0);
         const TensorType* input = ctx.input_type(1);
@@ -325,7 +322,7 @@ void register_indexing_schemas(OpRegistry& registry) {
 
   OpSchema constant_of_shape("ConstantOfShape");
   constant_of_shape.input("input", "I").output("output", "T")
-      .type_constraint("I", {DType::kInt64}).type_constraint("T", kAnyType)
+      .type_constraint("I", {DType::kInt64}).type_constraint("T", kAnyDTypes)
       .attr("value", AttrType::kTensor)
       .infer(infer_constant_of_shape)
       .doc("a tensor of the given shape filled with `value` (a one-element tensor; default f32 0)");
@@ -342,13 +339,13 @@ void register_indexing_schemas(OpRegistry& registry) {
   registry.add(std::move(range));
 
   OpSchema size("Size");
-  size.input("data", "T").output("size", "I").type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64})
+  size.input("data", "T").output("size", "I").type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64})
       .infer([](InferenceContext& ctx) { ctx.set_output_type(0, {DType::kInt64, Shape{}}); })
       .doc("the number of elements of data, as an i64 scalar");
   registry.add(std::move(size));
 
   OpSchema constant("Constant");
-  constant.output("output", "T").type_constraint("T", kAnyType)
+  constant.output("output", "T").type_constraint("T", kAnyDTypes)
       .attr("value", AttrType::kTensor)
       .attr("value_float", AttrType::kFloat)
       .attr("value_floats", AttrType::kFloats)
@@ -359,7 +356,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   registry.add(std::move(constant));
 
   OpSchema zeros("ZerosLike");
-  zeros.input("input", "").output("output", "T").type_constraint("T", kAnyType)
+  zeros.input("input", "").output("output", "T").type_constraint("T", kAnyDTypes)
       .infer(infer_same_as_input)
       .doc("zeros of the input's type; reads only its shape (Weir op, for gradients that are absent)");
   registry.add(std::move(zeros));

@@ -5,15 +5,13 @@
 
 #include "core/graph.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/shape_inference.h"
 
 namespace weir {
 
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
 
 int64_t axis_of(const Node& node) { return node.has_attr("axis") ? node.attr("axis").i() : -1; }
 
@@ -102,8 +100,8 @@ class OneHotKernel final : public OpKernel {
 void register_one_hot_schema(OpRegistry& registry) {
   OpSchema one_hot("OneHot");
   one_hot.input("indices", "T1").input("depth", "T2").input("values", "T3").output("output", "T3")
-      .type_constraint("T1", kNumeric).type_constraint("T2", kNumeric)
-      .type_constraint("T3", {std::begin(kAllDTypes), std::end(kAllDTypes)})
+      .type_constraint("T1", kNumericDTypes).type_constraint("T2", kNumericDTypes)
+      .type_constraint("T3", kAnyDTypes)
       .attr("axis", AttrType::kInt, Attribute(int64_t{-1}))
       .infer(infer_one_hot)
       .doc("values[1] where the new axis' coordinate equals the index, values[0] elsewhere (indices outside "
@@ -112,7 +110,7 @@ void register_one_hot_schema(OpRegistry& registry) {
 }
 
 void register_one_hot_cpu_kernel(KernelRegistry& registry) {
-  registry.add("OneHot", DeviceType::kCpu, kNumeric, [](const Node& node) { return std::make_unique<OneHotKernel>(node); });
+  registry.add("OneHot", DeviceType::kCpu, kNumericDTypes, [](const Node& node) { return std::make_unique<OneHotKernel>(node); });
 }
 
 }  // namespace weir

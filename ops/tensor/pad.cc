@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/shape_inference.h"
 #include "ops/tensor/indexing.h"
 
@@ -212,10 +213,6 @@ class PadKernel final : public OpKernel {
   PadMode mode_ = PadMode::kConstant;
 };
 
-const std::vector<DType> kAnyType = {std::begin(kAllDTypes), std::end(kAllDTypes)};
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
 
 }  // namespace
 
@@ -223,7 +220,7 @@ void register_pad_schemas(OpRegistry& registry) {
   OpSchema pad("Pad");
   pad.input("data", "T").input("pads", "I").input("constant_value", "T", Arity::kOptional)
       .input("axes", "I", Arity::kOptional).output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64, DType::kInt32})
+      .type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64, DType::kInt32})
       .attr("mode", AttrType::kString, Attribute(std::string("constant")))
       .infer(infer_pad)
       .gradient([](GradientContext& ctx) {
@@ -242,7 +239,7 @@ void register_pad_schemas(OpRegistry& registry) {
 
   OpSchema pad_grad("PadGrad");
   pad_grad.input("dY", "T").input("data", "").input("pads", "I").input("axes", "I", Arity::kOptional).output("dX", "T")
-      .type_constraint("T", kNumeric).type_constraint("I", {DType::kInt64, DType::kInt32})
+      .type_constraint("T", kNumericDTypes).type_constraint("I", {DType::kInt64, DType::kInt32})
       .attr("mode", AttrType::kString, Attribute(std::string("constant")))
       .infer([](InferenceContext& ctx) {
         const TensorType* dy = ctx.input_type(0);
@@ -254,8 +251,8 @@ void register_pad_schemas(OpRegistry& registry) {
 }
 
 void register_pad_cpu_kernels(KernelRegistry& registry) {
-  registry.add("Pad", DeviceType::kCpu, kAnyType, [](const Node& node) { return std::make_unique<PadKernel>(node, false); });
-  registry.add("PadGrad", DeviceType::kCpu, kNumeric, [](const Node& node) { return std::make_unique<PadKernel>(node, true); });
+  registry.add("Pad", DeviceType::kCpu, kAnyDTypes, [](const Node& node) { return std::make_unique<PadKernel>(node, false); });
+  registry.add("PadGrad", DeviceType::kCpu, kNumericDTypes, [](const Node& node) { return std::make_unique<PadKernel>(node, true); });
 }
 
 }  // namespace weir

@@ -7,6 +7,7 @@
 
 #include "ops/axis_lines.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/tensor/indexing.h"
 
 namespace weir {
@@ -286,15 +287,11 @@ class ScatterNDKernel final : public OpKernel {
 }  // namespace
 
 void register_scatter_gather_cpu_kernels(KernelRegistry& registry) {
-  const std::vector<DType> all = {std::begin(kAllDTypes), std::end(kAllDTypes)};
-  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                      DType::kInt64};
-  registry.add("GatherElements", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<GatherElementsKernel>(node); });
-  registry.add("ScatterElements", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<ScatterElementsKernel>(node); });
-  registry.add("GatherND", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<GatherNDKernel>(node, false); });
-  registry.add("GatherNDGrad", DeviceType::kCpu, numeric, [](const Node& node) { return std::make_unique<GatherNDKernel>(node, true); });
-  registry.add("ScatterND", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<ScatterNDKernel>(node); });
+  registry.add("GatherElements", DeviceType::kCpu, kAnyDTypes, [](const Node& node) { return std::make_unique<GatherElementsKernel>(node); });
+  registry.add("ScatterElements", DeviceType::kCpu, kAnyDTypes, [](const Node& node) { return std::make_unique<ScatterElementsKernel>(node); });
+  registry.add("GatherND", DeviceType::kCpu, kAnyDTypes, [](const Node& node) { return std::make_unique<GatherNDKernel>(node, false); });
+  registry.add("GatherNDGrad", DeviceType::kCpu, kNumericDTypes, [](const Node& node) { return std::make_unique<GatherNDKernel>(node, true); });
+  registry.add("ScatterND", DeviceType::kCpu, kAnyDTypes, [](const Node& node) { return std::make_unique<ScatterNDKernel>(node); });
 }
 
 }  // namespace weir

@@ -2,16 +2,13 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "ops/dtype_sets.h"
 #include "ops/shape_inference.h"
 
 namespace weir {
 
 namespace {
 
-const std::vector<DType> kAnyType = {std::begin(kAllDTypes), std::end(kAllDTypes)};
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
 const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
 
 std::string reduction_of(const Node& node) { return node.has_attr("reduction") ? node.attr("reduction").s() : "none"; }
@@ -80,7 +77,7 @@ GradientFn scatter_gradient(const char* gather_op, const char* scatter_op) {
 void register_scatter_gather_schemas(OpRegistry& registry) {
   OpSchema gather_elements("GatherElements");
   gather_elements.input("data", "T").input("indices", "I").output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", kIndexTypes)
+      .type_constraint("T", kAnyDTypes).type_constraint("I", kIndexTypes)
       .attr("axis", AttrType::kInt, Attribute(int64_t{0}))
       .infer([](InferenceContext& ctx) {
         const TensorType* data = ctx.input_type(0);
@@ -107,7 +104,7 @@ void register_scatter_gather_schemas(OpRegistry& registry) {
 
   OpSchema scatter_elements("ScatterElements");
   scatter_elements.input("data", "T").input("indices", "I").input("updates", "T").output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", kIndexTypes)
+      .type_constraint("T", kAnyDTypes).type_constraint("I", kIndexTypes)
       .attr("axis", AttrType::kInt, Attribute(int64_t{0}))
       .attr("reduction", AttrType::kString, Attribute(std::string("none")))
       .infer([](InferenceContext& ctx) {
@@ -127,7 +124,7 @@ void register_scatter_gather_schemas(OpRegistry& registry) {
 
   OpSchema gather_nd("GatherND");
   gather_nd.input("data", "T").input("indices", "I").output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64})
       .attr("batch_dims", AttrType::kInt, Attribute(int64_t{0}))
       .infer(infer_gather_nd)
       .gradient([](GradientContext& ctx) {
@@ -142,7 +139,7 @@ void register_scatter_gather_schemas(OpRegistry& registry) {
 
   OpSchema gather_nd_grad("GatherNDGrad");
   gather_nd_grad.input("dY", "T").input("data", "").input("indices", "I").output("dX", "T")
-      .type_constraint("T", kNumeric).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kNumericDTypes).type_constraint("I", {DType::kInt64})
       .attr("batch_dims", AttrType::kInt, Attribute(int64_t{0}))
       .infer([](InferenceContext& ctx) {
         const TensorType* dy = ctx.input_type(0);
@@ -154,7 +151,7 @@ void register_scatter_gather_schemas(OpRegistry& registry) {
 
   OpSchema scatter_nd("ScatterND");
   scatter_nd.input("data", "T").input("indices", "I").input("updates", "T").output("output", "T")
-      .type_constraint("T", kAnyType).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64})
       .attr("reduction", AttrType::kString, Attribute(std::string("none")))
       .infer([](InferenceContext& ctx) {
         check_reduction(ctx);

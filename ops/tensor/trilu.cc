@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/graph.h"
+#include "ops/dtype_sets.h"
 #include "ops/shape_inference.h"
 #include "ops/tensor/indexing.h"
 
@@ -51,7 +52,7 @@ class TriluKernel final : public OpKernel {
 void register_trilu_schema(OpRegistry& registry) {
   OpSchema trilu("Trilu");
   trilu.input("input", "T").input("k", "I", Arity::kOptional).output("output", "T")
-      .type_constraint("T", {std::begin(kAllDTypes), std::end(kAllDTypes)}).type_constraint("I", {DType::kInt64})
+      .type_constraint("T", kAnyDTypes).type_constraint("I", {DType::kInt64})
       .attr("upper", AttrType::kInt, Attribute(int64_t{1}))
       .infer([](InferenceContext& ctx) {
         const TensorType* x = ctx.input_type(0);
@@ -70,7 +71,7 @@ void register_trilu_schema(OpRegistry& registry) {
 }
 
 void register_trilu_cpu_kernel(KernelRegistry& registry) {
-  registry.add("Trilu", DeviceType::kCpu, {std::begin(kAllDTypes), std::end(kAllDTypes)},
+  registry.add("Trilu", DeviceType::kCpu, kAnyDTypes,
                [](const Node& node) { return std::make_unique<TriluKernel>(node); });
 }
 

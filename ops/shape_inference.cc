@@ -45,6 +45,12 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const InferenceContext& ctx) 
   return axis < 0 ? axis + rank : axis;
 }
 
+void infer_gradient_like_input_1(InferenceContext& ctx) {
+  const TensorType* dy = ctx.input_type(0);
+  const TensorType* x = ctx.input_type(1);
+  if (dy != nullptr && x != nullptr) ctx.set_output_type(0, {dy->dtype, x->shape});
+}
+
 std::optional<std::vector<int64_t>> constant_ints(const InferenceContext& ctx, size_t index) {
   const Tensor* t = ctx.input_constant(index);
   if (t == nullptr) return std::nullopt;

@@ -25,6 +25,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const InferenceContext& c
 // Output 0 gets input 0's type.
 void infer_same_as_input(InferenceContext& ctx);
 
+// For backward ops (dY, X, ...) -> dX: output 0 gets dY's dtype and X's shape.
+void infer_gradient_like_input_1(InferenceContext& ctx);
+
 // Maps an axis in [-rank, rank) to [0, rank); fails via ctx otherwise.
 int64_t normalize_axis(int64_t axis, int64_t rank, const InferenceContext& ctx);
 

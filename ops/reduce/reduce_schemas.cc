@@ -47,16 +47,21 @@ Value* broadcast_back(GradientContext& ctx, Value* value, bool mean = false) {
   return ctx.emit("BroadcastReduced", {value, ctx.node().input(0)}, 1, std::move(attributes))[0];
 }
 
+// The attributes every Reduce* op and its backward ops read (ReduceAxes::of).
+OpSchema& with_reduce_attributes(OpSchema& schema) {
+  return schema.attr("axes", AttrType::kInts)
+      .attr("keepdims", AttrType::kInt, Attribute(1))
+      .attr("noop_with_empty_axes", AttrType::kInt, Attribute(0));
+}
+
 OpSchema reduction(const char* name, const std::vector<DType>& types, GradientFn gradient, const char* doc) {
   OpSchema schema(name);
   schema.input("data", "T")
       .output("reduced", "T")
       .type_constraint("T", types)
-      .attr("axes", AttrType::kInts)
-      .attr("keepdims", AttrType::kInt, Attribute(1))
-      .attr("noop_with_empty_axes", AttrType::kInt, Attribute(0))
       .infer(infer_reduce)
       .doc(doc);
+  with_reduce_attributes(schema);
   if (gradient) schema.gradient(std::move(gradient));
   return schema;
 }
@@ -120,18 +125,11 @@ void register_reduce_schemas(OpRegistry& registry) {
       .input("X", "")
       .output("dX", "T")
       .type_constraint("T", kNumeric)
-      .attr("axes", AttrType::kInts)
-      .attr("keepdims", AttrType::kInt, Attribute(1))
-      .attr("noop_with_empty_axes", AttrType::kInt, Attribute(0))
       .attr("mean", AttrType::kInt, Attribute(0))
-      .infer([](InferenceContext& ctx) {
-        const TensorType* dy = ctx.input_type(0);
-        const TensorType* x = ctx.input_type(1);
-        if (dy != nullptr && x != nullptr) ctx.set_output_type(0, TensorType{dy->dtype, x->shape});
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("dY, the gradient of a reduction of X with these attributes, broadcast back to X's shape; "
            "divided by the count of reduced elements when `mean`");
-  registry.add(std::move(broadcast));
+  registry.add(std::move(with_reduce_attributes(broadcast)));
 
   OpSchema extremum("ReduceExtremumGrad");
   extremum.input("dY", "T")
@@ -139,31 +137,19 @@ void register_reduce_schemas(OpRegistry& registry) {
       .input("Y", "T")
       .output("dX", "T")
       .type_constraint("T", kNumeric)
-      .attr("axes", AttrType::kInts)
-      .attr("keepdims", AttrType::kInt, Attribute(1))
-      .attr("noop_with_empty_axes", AttrType::kInt, Attribute(0))
-      .infer([](InferenceContext& ctx) {
-        const TensorType* x = ctx.input_type(1);
-        if (x != nullptr) ctx.set_output_type(0, *x);
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("Gradient of ReduceMax/ReduceMin: dY where X equals the reduced value Y, else 0 (every tie gets dY)");
-  registry.add(std::move(extremum));
+  registry.add(std::move(with_reduce_attributes(extremum)));
 
   OpSchema product("ReduceProdGrad");
   product.input("dY", "T")
       .input("X", "T")
       .output("dX", "T")
       .type_constraint("T", kNumeric)
-      .attr("axes", AttrType::kInts)
-      .attr("keepdims", AttrType::kInt, Attribute(1))
-      .attr("noop_with_empty_axes", AttrType::kInt, Attribute(0))
-      .infer([](InferenceContext& ctx) {
-        const TensorType* x = ctx.input_type(1);
-        if (x != nullptr) ctx.set_output_type(0, *x);
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("Gradient of ReduceProd: dY times the product of the other elements of each reduced set "
            "(exact when X holds zeros)");
-  registry.add(std::move(product));
+  registry.add(std::move(with_reduce_attributes(product)));
 }
 
 }  // namespace weir

@@ -254,11 +254,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   slice_grad.input("dY", "T").input("data", "").input("starts", "I").input("ends", "I")
       .input("axes", "I", Arity::kOptional).input("steps", "I", Arity::kOptional).output("dX", "T")
       .type_constraint("T", kNumericDTypes).type_constraint("I", kIndexTypes)
-      .infer([](InferenceContext& ctx) {
-        const TensorType* dy = ctx.input_type(0);
-        const TensorType* data = ctx.input_type(1);
-        if (dy != nullptr && data != nullptr) ctx.set_output_type(0, {dy->dtype, data->shape});
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("zeros shaped like data with dY written at the sliced positions: the gradient of Slice");
   registry.add(std::move(slice_grad));
 
@@ -279,11 +275,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   gather_grad.input("dY", "T").input("data", "").input("indices", "I").output("dX", "T")
       .type_constraint("T", kNumericDTypes).type_constraint("I", kIndexTypes)
       .attr("axis", AttrType::kInt, Attribute(int64_t{0}))
-      .infer([](InferenceContext& ctx) {
-        const TensorType* dy = ctx.input_type(0);
-        const TensorType* data = ctx.input_type(1);
-        if (dy != nullptr && data != nullptr) ctx.set_output_type(0, {dy->dtype, data->shape});
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("zeros shaped like data with dY added at the gathered rows (repeats accumulate): the gradient of Gather");
   registry.add(std::move(gather_grad));
 
@@ -312,11 +304,7 @@ void register_indexing_schemas(OpRegistry& registry) {
   registry.add(std::move(tile));
   OpSchema tile_grad("TileGrad");
   tile_grad.input("dY", "T").input("input", "").output("dX", "T").type_constraint("T", kNumericDTypes)
-      .infer([](InferenceContext& ctx) {
-        const TensorType* dy = ctx.input_type(0);
-        const TensorType* input = ctx.input_type(1);
-        if (dy != nullptr && input != nullptr) ctx.set_output_type(0, {dy->dtype, input->shape});
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("the sum of dY's tiles, shaped like input: the gradient of Tile");
   registry.add(std::move(tile_grad));
 

@@ -241,11 +241,7 @@ void register_pad_schemas(OpRegistry& registry) {
   pad_grad.input("dY", "T").input("data", "").input("pads", "I").input("axes", "I", Arity::kOptional).output("dX", "T")
       .type_constraint("T", kNumericDTypes).type_constraint("I", {DType::kInt64, DType::kInt32})
       .attr("mode", AttrType::kString, Attribute(std::string("constant")))
-      .infer([](InferenceContext& ctx) {
-        const TensorType* dy = ctx.input_type(0);
-        const TensorType* data = ctx.input_type(1);
-        if (dy != nullptr && data != nullptr) ctx.set_output_type(0, {dy->dtype, data->shape});
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("dY summed back onto the data elements each padded element copies: the gradient of Pad");
   registry.add(std::move(pad_grad));
 }

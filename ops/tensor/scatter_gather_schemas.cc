@@ -141,11 +141,7 @@ void register_scatter_gather_schemas(OpRegistry& registry) {
   gather_nd_grad.input("dY", "T").input("data", "").input("indices", "I").output("dX", "T")
       .type_constraint("T", kNumericDTypes).type_constraint("I", {DType::kInt64})
       .attr("batch_dims", AttrType::kInt, Attribute(int64_t{0}))
-      .infer([](InferenceContext& ctx) {
-        const TensorType* dy = ctx.input_type(0);
-        const TensorType* data = ctx.input_type(1);
-        if (dy != nullptr && data != nullptr) ctx.set_output_type(0, {dy->dtype, data->shape});
-      })
+      .infer(infer_gradient_like_input_1)
       .doc("zeros shaped like data with each slice of dY added where GatherND read it: the gradient of GatherND");
   registry.add(std::move(gather_nd_grad));
 

@@ -16,13 +16,10 @@ namespace {
 using testing::check_gradient;
 using testing::count_of;
 using testing::make_tensor;
+using testing::random_tensor;
 using testing::random_values;
 using testing::run_op;
 using testing::to_doubles;
-
-Tensor random_tensor(DType dtype, std::vector<int64_t> sizes, uint32_t seed) {
-  return make_tensor(dtype, random_values(dtype, count_of(sizes), seed), sizes);
-}
 
 // Offsets of the line (outer o, inner i) along `axis` of `sizes`.
 std::vector<int64_t> line(const std::vector<int64_t>& sizes, size_t axis, int64_t o, int64_t i) {

@@ -14,17 +14,15 @@ using testing::broadcast_offset;
 using testing::check_gradient;
 using testing::count_of;
 using testing::make_tensor;
+using testing::random_tensor;
 using testing::random_values;
 using testing::run_op;
 using testing::to_doubles;
+using testing::unflatten;
 
 Tensor i64(std::vector<int64_t> values) {
   auto n = static_cast<int64_t>(values.size());
   return Tensor::from_vector<int64_t>(values, {n});
-}
-
-Tensor random_tensor(DType dtype, std::vector<int64_t> sizes, uint32_t seed) {
-  return make_tensor(dtype, random_values(dtype, count_of(sizes), seed), sizes);
 }
 
 // Element at multi-index `index` of a row-major tensor of `sizes`.
@@ -32,15 +30,6 @@ double at(const std::vector<double>& values, const std::vector<int64_t>& sizes, 
   int64_t flat = 0;
   for (size_t a = 0; a < sizes.size(); ++a) flat = flat * sizes[a] + index[a];
   return values[static_cast<size_t>(flat)];
-}
-
-std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> index(sizes.size());
-  for (size_t a = sizes.size(); a-- > 0;) {
-    index[a] = flat % sizes[a];
-    flat /= sizes[a];
-  }
-  return index;
 }
 
 TEST(IndexingKernels, ConcatAndSplitRoundTrip) {

@@ -87,6 +87,27 @@ inline std::vector<double> random_values(DType dtype, int64_t count, uint32_t se
   return values;
 }
 
+// A tensor of `dtype` and `sizes` holding random_values(dtype, ..., seed).
+inline Tensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed) {
+  return make_tensor(dtype, random_values(dtype, count_of(sizes), seed), sizes);
+}
+
+// Row-major multi-index of element `flat` of a tensor of `sizes`, and back.
+inline std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> index(sizes.size());
+  for (size_t a = sizes.size(); a-- > 0;) {
+    index[a] = flat % sizes[a];
+    flat /= sizes[a];
+  }
+  return index;
+}
+
+inline int64_t flatten(const std::vector<int64_t>& index, const std::vector<int64_t>& sizes) {
+  int64_t flat = 0;
+  for (size_t a = 0; a < sizes.size(); ++a) flat = flat * sizes[a] + index[a];
+  return flat;
+}
+
 // Runs one `op_type` node on `inputs` through the kernel registry.
 inline std::vector<Tensor> run_op(const std::string& op_type, const std::vector<Tensor>& inputs,
                                   std::map<std::string, Attribute> attributes = {}, size_t num_outputs = 1) {

@@ -15,14 +15,13 @@ namespace {
 using testing::check_gradient;
 using testing::count_of;
 using testing::error_of;
+using testing::flatten;
 using testing::make_tensor;
+using testing::random_tensor;
 using testing::random_values;
 using testing::run_op;
 using testing::to_doubles;
-
-Tensor random_tensor(DType dtype, std::vector<int64_t> sizes, uint32_t seed) {
-  return make_tensor(dtype, random_values(dtype, count_of(sizes), seed), sizes);
-}
+using testing::unflatten;
 
 // Random indices in [-limit, limit).
 std::vector<int64_t> random_indices(int64_t count, int64_t limit, uint32_t seed) {
@@ -34,21 +33,6 @@ std::vector<int64_t> random_indices(int64_t count, int64_t limit, uint32_t seed)
 }
 
 Tensor i64(const std::vector<int64_t>& values, std::vector<int64_t> sizes) { return Tensor::from_vector<int64_t>(values, std::move(sizes)); }
-
-std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> index(sizes.size());
-  for (size_t a = sizes.size(); a-- > 0;) {
-    index[a] = flat % sizes[a];
-    flat /= sizes[a];
-  }
-  return index;
-}
-
-int64_t flatten(const std::vector<int64_t>& index, const std::vector<int64_t>& sizes) {
-  int64_t flat = 0;
-  for (size_t a = 0; a < sizes.size(); ++a) flat = flat * sizes[a] + index[a];
-  return flat;
-}
 
 int64_t wrap(int64_t index, int64_t limit) { return index < 0 ? index + limit : index; }
 

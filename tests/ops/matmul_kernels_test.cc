@@ -176,7 +176,12 @@ TEST(MatMulKernel, OneKernelRunsConcurrentlyFromSeveralThreads) {
       for (int i = 0; i < 20; ++i) {
         Tensor got = (t + i) % 2 == 0 ? run(8, 1) : run(96, 2);
         const Tensor& expected = (t + i) % 2 == 0 ? expected_small : expected_large;
-        if (!got.bitwise_equal(expected)) ++mismatches[static_cast<size_t>(t)];
+        // Not bitwise: a call that runs while another holds the OpenMP team
+        // may get fewer threads, and oneDNN then blocks the sums differently.
+        std::vector<double> g = to_doubles(got), e = to_doubles(expected);
+        bool same = g.size() == e.size();
+        for (size_t k = 0; same && k < g.size(); ++k) same = std::fabs(g[k] - e[k]) <= 1e-5 * (1 + std::fabs(e[k]));
+        if (!same) ++mismatches[static_cast<size_t>(t)];
       }
     });
   }

@@ -178,9 +178,9 @@ TEST(MatMulKernel, OneKernelRunsConcurrentlyFromSeveralThreads) {
         const Tensor& expected = (t + i) % 2 == 0 ? expected_small : expected_large;
         // Not bitwise: a call that runs while another holds the OpenMP team
         // may get fewer threads, and oneDNN then blocks the sums differently.
-        std::vector<double> g = to_doubles(got), e = to_doubles(expected);
-        bool same = g.size() == e.size();
-        for (size_t k = 0; same && k < g.size(); ++k) same = std::fabs(g[k] - e[k]) <= 1e-5 * (1 + std::fabs(e[k]));
+        std::vector<double> got_values = to_doubles(got), want = to_doubles(expected);
+        bool same = got_values.size() == want.size();
+        for (size_t k = 0; same && k < want.size(); ++k) same = std::fabs(got_values[k] - want[k]) <= 1e-5 * (1 + std::fabs(want[k]));
         if (!same) ++mismatches[static_cast<size_t>(t)];
       }
     });

@@ -61,6 +61,24 @@ std::optional<std::vector<int64_t>> constant_ints(const InferenceContext& ctx, s
   return values;
 }
 
+AxesArgument axes_argument(const InferenceContext& ctx, size_t index) {
+  AxesArgument result;
+  if (index < ctx.num_inputs() && ctx.input_type(index) != nullptr) {
+    if (ctx.has_attr("axes")) ctx.fail("axes are given both as an attribute and as input " + std::to_string(index));
+    std::optional<std::vector<int64_t>> values = constant_ints(ctx, index);
+    if (!values) {
+      result.source = AxesArgument::Source::kRunTime;
+      return result;
+    }
+    result.source = AxesArgument::Source::kKnown;
+    result.values = std::move(*values);
+  } else if (ctx.has_attr("axes")) {
+    result.source = AxesArgument::Source::kKnown;
+    result.values = ctx.attr_ints("axes");
+  }
+  return result;
+}
+
 Dim symbolic_dim(const InferenceContext& ctx, size_t axis) {
   return Dim::symbol(ctx.node().name() + ":" + std::to_string(axis));
 }

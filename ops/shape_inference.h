@@ -34,6 +34,16 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const InferenceContext& ctx);
 // The values of input `index` when it is a constant i32 or i64 tensor, else nullopt.
 std::optional<std::vector<int64_t>> constant_ints(const InferenceContext& ctx, size_t index);
 
+// Axes given as the `axes` attribute or as input `index` (ONNX moved them
+// from the attribute to an input: Squeeze/Unsqueeze/ReduceSum in opset 13,
+// the other Reduce* in 18). Weir's ops take either.
+struct AxesArgument {
+  enum class Source { kAbsent, kKnown, kRunTime };  // kRunTime: a non-constant input
+  Source source = Source::kAbsent;
+  std::vector<int64_t> values;                      // when kKnown
+};
+AxesArgument axes_argument(const InferenceContext& ctx, size_t index);
+
 // A symbolic dim for axis `axis` of the node's output: its size is only known
 // when the node runs. Named "<node>:<axis>".
 Dim symbolic_dim(const InferenceContext& ctx, size_t axis);

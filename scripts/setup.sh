@@ -12,6 +12,10 @@ packages=(
   libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
   # ops: oneDNN for matmul/conv (its CMake config needs the OpenCL headers)
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
+  # frontend: ONNX import/export (protos and op schemas), the ONNX backend
+  # node tests used as the conformance suite, and python3-onnx whose checker
+  # the exporter's tests run on exported models
+  libonnx-dev libonnx-testdata python3-onnx
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )

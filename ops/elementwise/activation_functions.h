@@ -133,6 +133,56 @@ struct SinFunction {
   template <typename C> C derivative(C x) const { return std::cos(x); }
 };
 
+// Trigonometric and hyperbolic functions and their inverses (ONNX Tan ...
+// Atanh). Outside an inverse's domain the value is NaN, as std:: gives it.
+#define WEIR_SCALAR_FUNCTION(Name, VALUE, DERIVATIVE)                \
+  struct Name {                                                       \
+    explicit Name(const Node&) {}                                     \
+    template <typename C> C value(C x) const { return VALUE; }        \
+    template <typename C> C derivative(C x) const { return DERIVATIVE; } \
+  };
+WEIR_SCALAR_FUNCTION(TanFunction, std::tan(x), C(1) / (std::cos(x) * std::cos(x)))
+WEIR_SCALAR_FUNCTION(AsinFunction, std::asin(x), C(1) / std::sqrt(C(1) - x * x))
+WEIR_SCALAR_FUNCTION(AcosFunction, std::acos(x), C(-1) / std::sqrt(C(1) - x * x))
+WEIR_SCALAR_FUNCTION(AtanFunction, std::atan(x), C(1) / (C(1) + x * x))
+WEIR_SCALAR_FUNCTION(SinhFunction, std::sinh(x), std::cosh(x))
+WEIR_SCALAR_FUNCTION(CoshFunction, std::cosh(x), std::sinh(x))
+WEIR_SCALAR_FUNCTION(AsinhFunction, std::asinh(x), C(1) / std::sqrt(x * x + C(1)))
+WEIR_SCALAR_FUNCTION(AcoshFunction, std::acosh(x), C(1) / std::sqrt(x * x - C(1)))
+WEIR_SCALAR_FUNCTION(AtanhFunction, std::atanh(x), C(1) / (C(1) - x * x))
+#undef WEIR_SCALAR_FUNCTION
+
+// X where X > alpha, else 0.
+struct ThresholdedReluFunction {
+  double alpha;
+  explicit ThresholdedReluFunction(const Node& node) : alpha(float_attr(node, "alpha", 1.0)) {}
+  template <typename C> C value(C x) const { return x > static_cast<C>(alpha) ? x : C(0); }
+  template <typename C> C derivative(C x) const { return x > static_cast<C>(alpha) ? C(1) : C(0); }
+};
+
+// X - bias where X > lambd, X + bias where X < -lambd, else 0.
+struct ShrinkFunction {
+  double bias, lambd;
+  explicit ShrinkFunction(const Node& node) : bias(float_attr(node, "bias", 0.0)), lambd(float_attr(node, "lambd", 0.5)) {}
+  template <typename C> C value(C x) const {
+    if (x < -static_cast<C>(lambd)) return x + static_cast<C>(bias);
+    return x > static_cast<C>(lambd) ? x - static_cast<C>(bias) : C(0);
+  }
+  template <typename C> C derivative(C x) const {
+    return (x < -static_cast<C>(lambd) || x > static_cast<C>(lambd)) ? C(1) : C(0);
+  }
+};
+
+// max(0, X) + min(0, alpha * (e^(X / alpha) - 1)).
+struct CeluFunction {
+  double alpha;
+  explicit CeluFunction(const Node& node) : alpha(float_attr(node, "alpha", 1.0)) {}
+  template <typename C> C value(C x) const {
+    return x > C(0) ? x : static_cast<C>(alpha) * std::expm1(x / static_cast<C>(alpha));
+  }
+  template <typename C> C derivative(C x) const { return x > C(0) ? C(1) : std::exp(x / static_cast<C>(alpha)); }
+};
+
 struct CosFunction {
   explicit CosFunction(const Node&) {}
   template <typename C> C value(C x) const { return std::cos(x); }

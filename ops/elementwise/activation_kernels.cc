@@ -195,6 +195,18 @@ void register_activation_cpu_kernels(KernelRegistry& registry) {
   add_activation<SinFunction>(registry, "Sin");
   add_activation<CosFunction>(registry, "Cos");
   add_activation<ReciprocalFunction>(registry, "Reciprocal");
+  add_activation<TanFunction>(registry, "Tan");
+  add_activation<AsinFunction>(registry, "Asin");
+  add_activation<AcosFunction>(registry, "Acos");
+  add_activation<AtanFunction>(registry, "Atan");
+  add_activation<SinhFunction>(registry, "Sinh");
+  add_activation<CoshFunction>(registry, "Cosh");
+  add_activation<AsinhFunction>(registry, "Asinh");
+  add_activation<AcoshFunction>(registry, "Acosh");
+  add_activation<AtanhFunction>(registry, "Atanh");
+  add_activation<ThresholdedReluFunction>(registry, "ThresholdedRelu");
+  add_activation<ShrinkFunction>(registry, "Shrink");
+  add_activation<CeluFunction>(registry, "Celu");
   for (const char* flat : {"Floor", "Ceil", "Round"}) {
     registry.add(flat, DeviceType::kCpu, kFloating, [flat](const Node& node) -> std::unique_ptr<OpKernel> {
       std::string op = flat;

@@ -67,6 +67,20 @@ void register_activation_schemas(OpRegistry& registry) {
   add_activation(registry, "Sin", {}, "sin(X)");
   add_activation(registry, "Cos", {}, "cos(X)");
   add_activation(registry, "Reciprocal", {}, "1 / X");
+  add_activation(registry, "Tan", {}, "tan(X)");
+  add_activation(registry, "Asin", {}, "arcsin(X), NaN outside [-1, 1]");
+  add_activation(registry, "Acos", {}, "arccos(X), NaN outside [-1, 1]");
+  add_activation(registry, "Atan", {}, "arctan(X)");
+  add_activation(registry, "Sinh", {}, "sinh(X)");
+  add_activation(registry, "Cosh", {}, "cosh(X)");
+  add_activation(registry, "Asinh", {}, "arsinh(X)");
+  add_activation(registry, "Acosh", {}, "arcosh(X), NaN below 1");
+  add_activation(registry, "Atanh", {}, "artanh(X), NaN outside [-1, 1]");
+  add_activation(registry, "ThresholdedRelu", {{"alpha", AttrType::kFloat, Attribute(1.0)}}, "X if X > alpha, else 0");
+  add_activation(registry, "Shrink", {{"bias", AttrType::kFloat, Attribute(0.0)}, {"lambd", AttrType::kFloat, Attribute(0.5)}},
+                 "X - bias if X > lambd, X + bias if X < -lambd, else 0");
+  add_activation(registry, "Celu", {{"alpha", AttrType::kFloat, Attribute(1.0)}},
+                 "max(0, X) + min(0, alpha * (e^(X / alpha) - 1))");
   // Flat almost everywhere: the rules give no gradient.
   registry.add(unary("Floor", {}, "largest integer <= X").gradient([](GradientContext&) {}));
   registry.add(unary("Ceil", {}, "smallest integer >= X").gradient([](GradientContext&) {}));

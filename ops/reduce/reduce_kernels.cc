@@ -7,6 +7,7 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/reduce/reduce_axes.h"
+#include "ops/tensor/indexing.h"
 
 namespace weir {
 
@@ -90,9 +91,11 @@ class ReduceKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    std::vector<bool> reduced = axes_.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
+    ReduceAxes axes = axes_;
+    if (ctx.has_input(1)) axes.axes = index_values(ctx, ctx.input(1), "axes");
+    std::vector<bool> reduced = axes.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
     std::vector<int64_t> kept = ReduceAxes::kept_sizes(x.sizes(), reduced);
-    Tensor& y = ctx.allocate_output(0, x.dtype(), axes_.output_sizes(x.sizes(), reduced),
+    Tensor& y = ctx.allocate_output(0, x.dtype(), axes.output_sizes(x.sizes(), reduced),
                                     KernelContext::Fill::kUninitialized);
     int64_t count = 1;
     for (size_t i = 0; i < reduced.size(); ++i) {

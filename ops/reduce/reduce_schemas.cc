@@ -1,5 +1,6 @@
 #include "ops/reduce/reduce_schemas.h"
 
+#include "core/error.h"
 #include "ops/reduce/reduce_axes.h"
 #include "ops/shape_inference.h"
 
@@ -19,6 +20,23 @@ void infer_reduce(InferenceContext& ctx) {
     return;
   }
   ReduceAxes axes = ReduceAxes::of(ctx.node());
+  AxesArgument given = axes_argument(ctx, 1);
+  if (given.source == AxesArgument::Source::kRunTime) {
+    // Which axes go is known only when the node runs: with keepdims the rank
+    // stays, every size may change; without it even the rank is unknown.
+    if (!axes.keepdims) {
+      ctx.set_output_type(0, TensorType{input->dtype, Shape::unknown_rank()});
+      return;
+    }
+    std::vector<Dim> dims;
+    for (int64_t i = 0; i < input->shape.rank(); ++i) {
+      const Dim& dim = input->shape[static_cast<size_t>(i)];
+      dims.push_back(dim.is_static() && dim.size() == 1 ? Dim(1) : symbolic_dim(ctx, static_cast<size_t>(i)));
+    }
+    ctx.set_output_type(0, TensorType{input->dtype, Shape(std::move(dims))});
+    return;
+  }
+  axes.axes = given.values;
   std::vector<bool> reduced = axes.resolve(input->shape.rank(), [&](const std::string& message) { ctx.fail(message); });
   std::vector<Dim> dims;
   for (size_t i = 0; i < reduced.size(); ++i) {
@@ -57,8 +75,10 @@ OpSchema& with_reduce_attributes(OpSchema& schema) {
 OpSchema reduction(const char* name, const std::vector<DType>& types, GradientFn gradient, const char* doc) {
   OpSchema schema(name);
   schema.input("data", "T")
+      .input("axes", "A", Arity::kOptional)
       .output("reduced", "T")
       .type_constraint("T", types)
+      .type_constraint("A", {DType::kInt64})
       .infer(infer_reduce)
       .doc(doc);
   with_reduce_attributes(schema);
@@ -68,6 +88,13 @@ OpSchema reduction(const char* name, const std::vector<DType>& types, GradientFn
 
 GradientFn with_grad(std::function<Value*(GradientContext&, Value*)> rule) {
   return [rule](GradientContext& ctx) {
+    const Node& node = ctx.node();
+    if (node.num_inputs() > 1 && node.input(1) != nullptr) {
+      // The backward ops take their axes as attributes.
+      throw Error(ErrorKind::kUnsupported, node.op_type() + " '" + node.name() +
+                                               "': the gradient needs the axes as an attribute, not input 'axes'")
+          .with_node(node.name());
+    }
     if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, rule(ctx, grad));
   };
 }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ops/tensor/indexing.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -86,8 +87,10 @@ class SqueezeKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     int64_t rank = x.rank();
-    std::vector<bool> remove(static_cast<size_t>(rank), !has_axes_);
-    for (int64_t axis : axes_) {
+    bool has_axes = has_axes_ || ctx.has_input(1);
+    std::vector<int64_t> axes = ctx.has_input(1) ? index_values(ctx, ctx.input(1), "axes") : axes_;
+    std::vector<bool> remove(static_cast<size_t>(rank), !has_axes);
+    for (int64_t axis : axes) {
       if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for " + x.type_string());
       size_t index = static_cast<size_t>(axis < 0 ? axis + rank : axis);
       if (x.sizes()[index] != 1) ctx.fail("axis " + std::to_string(axis) + " of " + x.type_string() + " has size " + std::to_string(x.sizes()[index]) + ", not 1");
@@ -107,13 +110,16 @@ class SqueezeKernel final : public OpKernel {
 
 class UnsqueezeKernel final : public OpKernel {
  public:
-  explicit UnsqueezeKernel(const Node& node) : axes_(node.attr("axes").ints()) {}
+  explicit UnsqueezeKernel(const Node& node) {
+    if (node.has_attr("axes")) axes_ = node.attr("axes").ints();
+  }
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    int64_t rank = x.rank() + static_cast<int64_t>(axes_.size());
+    std::vector<int64_t> axes = ctx.has_input(1) ? index_values(ctx, ctx.input(1), "axes") : axes_;
+    int64_t rank = x.rank() + static_cast<int64_t>(axes.size());
     std::vector<bool> inserted(static_cast<size_t>(rank), false);
-    for (int64_t axis : axes_) {
+    for (int64_t axis : axes) {
       if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for output rank " + std::to_string(rank));
       size_t index = static_cast<size_t>(axis < 0 ? axis + rank : axis);
       if (inserted[index]) ctx.fail("axis " + std::to_string(axis) + " is listed twice");

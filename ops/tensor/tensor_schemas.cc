@@ -159,8 +159,13 @@ void infer_squeeze(InferenceContext& ctx) {
   }
   int64_t rank = input->shape.rank();
   std::vector<bool> remove(static_cast<size_t>(rank), false);
-  if (ctx.node().has_attr("axes")) {
-    for (int64_t axis : ctx.attr_ints("axes")) {
+  AxesArgument axes = axes_argument(ctx, 1);
+  if (axes.source == AxesArgument::Source::kRunTime) {
+    ctx.set_output_type(0, TensorType{input->dtype, Shape::unknown_rank()});
+    return;
+  }
+  if (axes.source == AxesArgument::Source::kKnown) {
+    for (int64_t axis : axes.values) {
       size_t index = static_cast<size_t>(normalize_axis(axis, rank, ctx));
       const Dim& dim = input->shape[index];
       if (dim.is_static() && dim.size() != 1) ctx.fail("axis " + std::to_string(axis) + " has size " + std::to_string(dim.size()) + ", not 1");
@@ -190,7 +195,20 @@ void infer_unsqueeze(InferenceContext& ctx) {
     ctx.set_output_type(0, TensorType{input->dtype, Shape::unknown_rank()});
     return;
   }
-  const std::vector<int64_t>& axes = ctx.attr_ints("axes");
+  AxesArgument given = axes_argument(ctx, 1);
+  if (given.source == AxesArgument::Source::kAbsent) ctx.fail("needs axes, as an attribute or as input 1");
+  if (given.source == AxesArgument::Source::kRunTime) {
+    const TensorType* axes_type = ctx.input_type(1);
+    if (axes_type->shape.has_rank() && axes_type->shape.rank() == 1 && axes_type->shape[0].is_static()) {
+      std::vector<Dim> dims;  // the rank is known; where the ones go is not
+      for (int64_t i = 0; i < input->shape.rank() + axes_type->shape[0].size(); ++i) dims.push_back(symbolic_dim(ctx, static_cast<size_t>(i)));
+      ctx.set_output_type(0, TensorType{input->dtype, Shape(std::move(dims))});
+    } else {
+      ctx.set_output_type(0, TensorType{input->dtype, Shape::unknown_rank()});
+    }
+    return;
+  }
+  const std::vector<int64_t>& axes = given.values;
   int64_t rank = input->shape.rank() + static_cast<int64_t>(axes.size());
   std::vector<bool> inserted(static_cast<size_t>(rank), false);
   for (int64_t axis : axes) {
@@ -221,10 +239,16 @@ OpSchema view_op(const char* name, ShapeInferenceFn infer, const char* doc) {
 void register_tensor_schemas(OpRegistry& registry) {
   registry.add(view_op("Flatten", infer_flatten, "A 2-D view: axes before `axis` form the rows, the rest the columns")
                    .attr("axis", AttrType::kInt, Attribute(1)));
+  // Both take their axes as the attribute (ONNX before opset 13) or as an
+  // optional i64 input (opset 13 on).
   registry.add(view_op("Squeeze", infer_squeeze, "Removes the listed axes of size 1 (all of them when `axes` is absent)")
+                   .input("axes", "A", Arity::kOptional)
+                   .type_constraint("A", {DType::kInt64})
                    .attr("axes", AttrType::kInts));
   registry.add(view_op("Unsqueeze", infer_unsqueeze, "Inserts axes of size 1 at the listed output positions")
-                   .required_attr("axes", AttrType::kInts));
+                   .input("axes", "A", Arity::kOptional)
+                   .type_constraint("A", {DType::kInt64})
+                   .attr("axes", AttrType::kInts));
 
   OpSchema shape("Shape");
   shape.input("data", "T")

@@ -1,0 +1,501 @@
+#include "frontend/onnx/onnx_importer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/type_inference.h"
+#include "core/verifier.h"
+#include "frontend/onnx/onnx_node_adapters.h"
+#include "frontend/onnx/onnx_tensor.h"
+#include "ops/register_ops.h"
+
+namespace weir {
+namespace {
+
+// protobuf cannot parse a message over 2 GiB; larger weights live in
+// external data files.
+constexpr size_t kMaxModelFileBytes = (size_t{1} << 31) - 1;
+// The newest ONNX opset this importer was written against (ONNX 1.12).
+constexpr int64_t kNewestKnownOpset = 17;
+
+std::string quoted(const std::string& text) { return "'" + text + "'"; }
+
+// Everything in a model Weir cannot run, gathered over the whole model so
+// that one error lists all of it.
+class UnsupportedReport {
+ public:
+  void add_node(const std::string& domain, const std::string& op_type, int64_t opset, const std::string& reason,
+                const std::string& node) {
+    nodes_[{domain, op_type, opset, reason}].push_back(node);
+  }
+  void add_value(std::string text) { values_.push_back(std::move(text)); }
+  bool empty() const { return nodes_.empty() && values_.empty(); }
+
+  std::string message(const std::string& source) const {
+    std::set<std::pair<std::string, std::string>> op_types;
+    for (const auto& entry : nodes_) op_types.insert({std::get<0>(entry.first), std::get<1>(entry.first)});
+    std::string text = "ONNX model " + quoted(source) + " uses what Weir does not support";
+    if (!op_types.empty()) text += " (" + std::to_string(op_types.size()) + " op type" + (op_types.size() == 1 ? "" : "s") + ")";
+    text += ":";
+    for (const auto& [key, nodes] : nodes_) {
+      const auto& [domain, op_type, opset, reason] = key;
+      text += "\n  " + (domain.empty() ? "" : domain + ".") + op_type + " (opset " + std::to_string(opset) + "): " +
+              reason + "; node" + (nodes.size() == 1 ? " " : "s ");
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (i == 8) {
+          text += " and " + std::to_string(nodes.size() - 8) + " more";
+          break;
+        }
+        text += (i == 0 ? "" : ", ") + quoted(nodes[i]);
+      }
+    }
+    for (const std::string& value : values_) text += "\n  " + value;
+    return text;
+  }
+
+ private:
+  std::map<std::tuple<std::string, std::string, int64_t, std::string>, std::vector<std::string>> nodes_;
+  std::vector<std::string> values_;
+};
+
+std::string normalize_domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
+
+class GraphImporter {
+ public:
+  GraphImporter(const OpRegistry& registry, const std::map<std::string, int64_t>& opsets,
+                ExternalDataReader* external, UnsupportedReport& report, const GraphImporter* outer = nullptr)
+      : registry_(registry), opsets_(opsets), external_(external), report_(report), outer_(outer) {}
+
+  std::unique_ptr<Graph> import(const onnx::GraphProto& proto) {
+    graph_ = std::make_unique<Graph>(proto.name().empty() ? "main" : proto.name());
+    for (const onnx::ValueInfoProto& info : proto.value_info()) declared_[info.name()] = &info.type();
+    for (const onnx::ValueInfoProto& info : proto.output()) declared_[info.name()] = &info.type();
+
+    for (const onnx::TensorProto& initializer : proto.initializer()) {
+      const std::string what = "initializer " + quoted(initializer.name());
+      if (initializer.name().empty()) throw Error(ErrorKind::kFormat, "an initializer has no name");
+      define(initializer.name(), graph_->add_constant(initializer.name(), read_tensor(initializer, what)), what);
+    }
+    if (proto.sparse_initializer_size() > 0) {
+      report_.add_value("sparse initializers (" + quoted(proto.sparse_initializer(0).values().name()) +
+                        ", ...) are not supported");
+    }
+    for (const onnx::ValueInfoProto& input : proto.input()) {
+      // Before IR version 4 every initializer was also listed as an input.
+      if (values_.count(input.name()) != 0 && values_.at(input.name())->is_constant()) continue;
+      if (input.name().empty()) throw Error(ErrorKind::kFormat, "a graph input has no name");
+      std::optional<TensorType> type = type_of(input.type(), "graph input " + quoted(input.name()));
+      Value* value = graph_->add_input(input.name(), type.value_or(TensorType()));
+      define(input.name(), value, "graph input " + quoted(input.name()));
+      if (!type) tainted_.insert(value);
+    }
+    for (int i = 0; i < proto.node_size(); ++i) import_node(proto.node(i), static_cast<size_t>(i));
+    for (const onnx::ValueInfoProto& output : proto.output()) {
+      auto found = values_.find(output.name());
+      if (found == values_.end()) {
+        throw Error(ErrorKind::kFormat, "graph output " + quoted(output.name()) +
+                                            " is not produced by any node, initializer or graph input");
+      }
+      graph_->add_output(found->second);
+    }
+    return std::move(graph_);
+  }
+
+ private:
+  Tensor read_tensor(const onnx::TensorProto& proto, const std::string& what) {
+    try {
+      return tensor_from_onnx(proto, what, external_);
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kUnsupported) throw;
+      report_.add_value(error.what());
+      return Tensor::scalar(0.0f);  // a stand-in so the rest of the model is still checked
+    }
+  }
+
+  void define(const std::string& name, Value* value, const std::string& what) {
+    if (!values_.emplace(name, value).second) {
+      throw Error(ErrorKind::kFormat, what + ": the name " + quoted(name) + " is already defined");
+    }
+  }
+
+  // The Weir type of an ONNX TypeProto; nullopt (after reporting it) for a
+  // type Weir does not have: sequences, maps, optionals, strings, uint32 ...
+  std::optional<TensorType> type_of(const onnx::TypeProto& type, const std::string& what) {
+    switch (type.value_case()) {
+      case onnx::TypeProto::kTensorType: break;
+      case onnx::TypeProto::kSequenceType:
+        report_.add_value(what + " is a sequence; Weir has tensors only");
+        return std::nullopt;
+      case onnx::TypeProto::kOptionalType:
+        report_.add_value(what + " is an optional; Weir has tensors only");
+        return std::nullopt;
+      case onnx::TypeProto::kMapType:
+        report_.add_value(what + " is a map; Weir has tensors only");
+        return std::nullopt;
+      case onnx::TypeProto::kSparseTensorType:
+        report_.add_value(what + " is a sparse tensor; Weir has dense tensors only");
+        return std::nullopt;
+      default:  // sub-graph inputs may leave their type to the enclosing op
+        return TensorType();
+    }
+    const onnx::TypeProto::Tensor& tensor = type.tensor_type();
+    DType dtype = dtype_from_onnx(tensor.elem_type());
+    if (dtype == DType::kUndefined) {
+      if (tensor.elem_type() == onnx::TensorProto::UNDEFINED) throw Error(ErrorKind::kFormat, what + " has no element type");
+      report_.add_value(what + " has element type " + onnx_type_name(tensor.elem_type()) +
+                        ", which Weir does not support");
+      return std::nullopt;
+    }
+    if (!tensor.has_shape()) return TensorType{dtype, Shape::unknown_rank()};
+    std::vector<Dim> dims;
+    for (int i = 0; i < tensor.shape().dim_size(); ++i) {
+      const onnx::TensorShapeProto::Dimension& dim = tensor.shape().dim(i);
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0) throw Error(ErrorKind::kFormat, what + " has negative size " + std::to_string(dim.dim_value()));
+        dims.emplace_back(dim.dim_value());
+      } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+        dims.push_back(Dim::symbol(dim.dim_param()));
+      } else {
+        dims.push_back(Dim::symbol(what + ":" + std::to_string(i)));  // unnamed: a fresh symbol
+      }
+    }
+    return TensorType{dtype, Shape(std::move(dims))};
+  }
+
+  int64_t opset_of(const std::string& domain) const {
+    auto found = opsets_.find(domain);
+    return found == opsets_.end() ? -1 : found->second;
+  }
+
+  Value* lookup(const std::string& name, const std::string& node, const std::string& op_type) {
+    auto found = values_.find(name);
+    if (found != values_.end()) return found->second;
+    for (const GraphImporter* scope = outer_; scope != nullptr; scope = scope->outer_) {
+      if (scope->values_.count(name) != 0) {
+        report_.add_node("", op_type, opset_of(""),
+                         "a sub-graph reads outer-scope value " + quoted(name) + "; Weir sub-graphs take explicit inputs",
+                         node);
+        Value* stand_in = graph_->add_value(graph_->unique_name(name));
+        tainted_.insert(stand_in);
+        values_.emplace(name, stand_in);
+        return stand_in;
+      }
+    }
+    throw Error(ErrorKind::kFormat, "node " + quoted(node) + " (" + op_type + "): input " + quoted(name) +
+                                        " is not produced by any earlier node, initializer or graph input");
+  }
+
+  // Converts one attribute; nullopt (with `why` set) for kinds Weir lacks.
+  std::optional<Attribute> convert_attribute(const onnx::AttributeProto& proto, const std::string& node,
+                                             std::string& why) {
+    if (!proto.ref_attr_name().empty()) {
+      why = "attribute " + quoted(proto.name()) + " refers to a function attribute";
+      return std::nullopt;
+    }
+    onnx::AttributeProto::AttributeType type = proto.type();
+    if (type == onnx::AttributeProto::UNDEFINED) {  // written by old exporters: infer from the field set
+      if (proto.has_f()) type = onnx::AttributeProto::FLOAT;
+      else if (proto.has_i()) type = onnx::AttributeProto::INT;
+      else if (proto.has_s()) type = onnx::AttributeProto::STRING;
+      else if (proto.has_t()) type = onnx::AttributeProto::TENSOR;
+      else if (proto.has_g()) type = onnx::AttributeProto::GRAPH;
+      else if (proto.floats_size() > 0) type = onnx::AttributeProto::FLOATS;
+      else if (proto.ints_size() > 0) type = onnx::AttributeProto::INTS;
+      else if (proto.strings_size() > 0) type = onnx::AttributeProto::STRINGS;
+      else throw Error(ErrorKind::kFormat, "node " + quoted(node) + ": attribute " + quoted(proto.name()) + " has no type and no value");
+    }
+    const std::string what = "node " + quoted(node) + " attribute " + quoted(proto.name());
+    switch (type) {
+      case onnx::AttributeProto::FLOAT: return Attribute(static_cast<double>(proto.f()));
+      case onnx::AttributeProto::INT: return Attribute(proto.i());
+      case onnx::AttributeProto::STRING: return Attribute(proto.s());
+      case onnx::AttributeProto::TENSOR: return Attribute(read_tensor(proto.t(), what));
+      case onnx::AttributeProto::GRAPH: return Attribute(import_subgraph(proto.g()));
+      case onnx::AttributeProto::FLOATS: return Attribute(std::vector<double>(proto.floats().begin(), proto.floats().end()));
+      case onnx::AttributeProto::INTS: return Attribute(std::vector<int64_t>(proto.ints().begin(), proto.ints().end()));
+      case onnx::AttributeProto::STRINGS:
+        return Attribute(std::vector<std::string>(proto.strings().begin(), proto.strings().end()));
+      case onnx::AttributeProto::TENSORS: {
+        std::vector<Tensor> tensors;
+        for (const onnx::TensorProto& t : proto.tensors()) tensors.push_back(read_tensor(t, what));
+        return Attribute(std::move(tensors));
+      }
+      case onnx::AttributeProto::GRAPHS: {
+        std::vector<GraphPtr> graphs;
+        for (const onnx::GraphProto& g : proto.graphs()) graphs.push_back(import_subgraph(g));
+        return Attribute(std::move(graphs));
+      }
+      case onnx::AttributeProto::SPARSE_TENSOR:
+      case onnx::AttributeProto::SPARSE_TENSORS:
+        why = "attribute " + quoted(proto.name()) + " is a sparse tensor";
+        return std::nullopt;
+      case onnx::AttributeProto::TYPE_PROTO:
+      case onnx::AttributeProto::TYPE_PROTOS:
+        why = "attribute " + quoted(proto.name()) + " is a type";
+        return std::nullopt;
+      default:
+        throw Error(ErrorKind::kFormat, what + " has unknown type code " + std::to_string(static_cast<int>(type)));
+    }
+  }
+
+  GraphPtr import_subgraph(const onnx::GraphProto& proto) {
+    GraphImporter nested(registry_, opsets_, external_, report_, this);
+    return GraphPtr(nested.import(proto).release());
+  }
+
+  // A Constant node's value as a tensor (value, value_float(s), value_int(s)).
+  std::optional<Tensor> constant_value(const onnx::NodeProto& proto, const std::string& node, std::string& why) {
+    if (proto.attribute_size() != 1) {
+      throw Error(ErrorKind::kFormat, "Constant node " + quoted(node) + " needs exactly one value attribute, has " +
+                                          std::to_string(proto.attribute_size()));
+    }
+    const onnx::AttributeProto& attribute = proto.attribute(0);
+    const std::string& name = attribute.name();
+    if (name == "value") return read_tensor(attribute.t(), "Constant node " + quoted(node));
+    if (name == "value_float") return Tensor::scalar(attribute.f());
+    if (name == "value_int") return Tensor::scalar(attribute.i());
+    if (name == "value_floats") {
+      std::vector<float> values(attribute.floats().begin(), attribute.floats().end());
+      return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+    }
+    if (name == "value_ints") {
+      std::vector<int64_t> values(attribute.ints().begin(), attribute.ints().end());
+      return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+    }
+    if (name == "value_string" || name == "value_strings") {
+      why = "string constants are not supported";
+    } else if (name == "sparse_value") {
+      why = "sparse constants are not supported";
+    } else {
+      throw Error(ErrorKind::kFormat, "Constant node " + quoted(node) + " has unknown attribute " + quoted(name));
+    }
+    return std::nullopt;
+  }
+
+  // Outputs of a node that is not imported: values of unknown type, so that
+  // the nodes after it are still checked and reported.
+  void define_tainted_outputs(const onnx::NodeProto& proto, const std::string& node) {
+    for (const std::string& name : proto.output()) {
+      if (name.empty()) continue;
+      Value* value = graph_->add_value(name);
+      define(name, value, "node " + quoted(node));
+      tainted_.insert(value);
+    }
+  }
+
+  // Why Weir's schema cannot describe the adapted node, or "".
+  std::string check_against_schema(const OnnxNodeDraft& draft, const OpSchema& schema, size_t num_outputs) {
+    for (const auto& [name, value] : draft.attributes) {
+      const AttributeSpec* spec = schema.find_attr(name);
+      if (spec == nullptr) return "attribute " + quoted(name) + " is not supported";
+      if (spec->type != value.type()) {
+        return "attribute " + quoted(name) + " is " + std::string(attr_type_name(value.type())) + ", Weir expects " +
+               std::string(attr_type_name(spec->type));
+      }
+    }
+    if (draft.inputs.size() > schema.max_inputs()) {
+      return std::to_string(draft.inputs.size()) + " inputs; Weir's " + schema.name() + " takes at most " +
+             std::to_string(schema.max_inputs());
+    }
+    if (num_outputs > schema.max_outputs()) {
+      return std::to_string(num_outputs) + " outputs; Weir's " + schema.name() + " has at most " +
+             std::to_string(schema.max_outputs());
+    }
+    for (size_t i = 0; i < draft.inputs.size(); ++i) {
+      const Value* input = draft.inputs[i];
+      if (input == nullptr || input->dtype() == DType::kUndefined) continue;
+      const FormalParameter& formal = schema.input_param(i);
+      auto allowed = schema.type_constraints().find(formal.type_param);
+      if (allowed == schema.type_constraints().end()) continue;
+      if (std::find(allowed->second.begin(), allowed->second.end(), input->dtype()) == allowed->second.end()) {
+        return "input " + formal.name + " of type " + std::string(dtype_name(input->dtype())) + " is not supported";
+      }
+    }
+    return "";
+  }
+
+  void import_node(const onnx::NodeProto& proto, size_t index) {
+    const std::string domain = normalize_domain(proto.domain());
+    const std::string node = proto.name().empty() ? proto.op_type() + "_" + std::to_string(index) : proto.name();
+    if (proto.op_type().empty()) throw Error(ErrorKind::kFormat, "node " + quoted(node) + " has no op_type");
+    int64_t opset = opset_of(domain);
+    if (opset < 0) {
+      throw Error(ErrorKind::kFormat, "node " + quoted(node) + " (" + proto.op_type() + ") is in domain " +
+                                          quoted(proto.domain()) + ", which the model does not import");
+    }
+
+    OnnxNodeDraft draft{node, proto.op_type(), domain, opset, {}, {}};
+    bool tainted = false;
+    for (const std::string& name : proto.input()) {
+      Value* input = name.empty() ? nullptr : lookup(name, node, proto.op_type());
+      if (input != nullptr && tainted_.count(input) != 0) tainted = true;
+      draft.inputs.push_back(input);
+    }
+    while (!draft.inputs.empty() && draft.inputs.back() == nullptr) draft.inputs.pop_back();
+
+    std::string why;
+    if (domain.empty() && proto.op_type() == "Constant") {
+      std::optional<Tensor> value = constant_value(proto, node, why);
+      if (proto.output_size() != 1 || proto.output(0).empty()) {
+        throw Error(ErrorKind::kFormat, "Constant node " + quoted(node) + " needs exactly one output");
+      }
+      if (value) {
+        define(proto.output(0), graph_->add_constant(proto.output(0), std::move(*value)), "Constant node " + quoted(node));
+        return;
+      }
+      report_.add_node(domain, proto.op_type(), opset, why, node);
+      define_tainted_outputs(proto, node);
+      return;
+    }
+
+    for (const onnx::AttributeProto& attribute : proto.attribute()) {
+      if (attribute.name().empty()) throw Error(ErrorKind::kFormat, "node " + quoted(node) + " has an attribute without a name");
+      std::optional<Attribute> value = convert_attribute(attribute, node, why);
+      if (!value) break;
+      if (!draft.attributes.emplace(attribute.name(), std::move(*value)).second) {
+        throw Error(ErrorKind::kFormat, "node " + quoted(node) + " has attribute " + quoted(attribute.name()) + " twice");
+      }
+    }
+    if (why.empty()) why = adapt_onnx_node(draft, *graph_);
+    const OpSchema* schema = registry_.find(draft.op_type, draft.domain);
+    if (why.empty() && schema == nullptr) why = "Weir has no such op";
+
+    // Outputs: an empty name skips an optional output; trailing ones are dropped.
+    int num_outputs = proto.output_size();
+    while (num_outputs > 0 && proto.output(num_outputs - 1).empty()) --num_outputs;
+    if (why.empty()) why = check_against_schema(draft, *schema, static_cast<size_t>(num_outputs));
+    if (!why.empty()) {
+      report_.add_node(domain, proto.op_type(), opset, why, node);
+      define_tainted_outputs(proto, node);
+      return;
+    }
+
+    std::vector<Value*> outputs;
+    for (int i = 0; i < num_outputs; ++i) {
+      const std::string& name = proto.output(i);
+      Value* output = graph_->add_value(name.empty() ? graph_->unique_name(node + "_unused") : name);
+      if (!name.empty()) define(name, output, "node " + quoted(node));
+      outputs.push_back(output);
+    }
+    std::string weir_name = graph_->find_node(node) == nullptr && graph_->find_value(node) == nullptr
+                                ? node
+                                : graph_->unique_name(node);
+    Node* created = graph_->add_node_with_outputs(draft.op_type, draft.inputs, outputs, std::move(draft.attributes),
+                                                  weir_name);
+    created->set_domain(draft.domain);
+    if (tainted) {  // an input's type is unknown: nothing to infer from
+      for (Value* output : outputs) tainted_.insert(output);
+      return;
+    }
+    infer_node_types(*created, *schema);
+  }
+
+  // Sets the node's output types from Weir's inference, checked against the
+  // types the model declares; keeps the declared type where inference knows
+  // less.
+  void infer_node_types(Node& node, const OpSchema& schema) {
+    std::vector<TensorType> inferred = infer_output_types(node, schema);
+    for (size_t i = 0; i < node.num_outputs(); ++i) {
+      Value* output = node.output(i);
+      std::optional<TensorType> declared;
+      auto found = declared_.find(output->name());
+      if (found != declared_.end() && found->second->value_case() == onnx::TypeProto::kTensorType &&
+          dtype_from_onnx(found->second->tensor_type().elem_type()) != DType::kUndefined) {
+        declared = type_of(*found->second, "value " + quoted(output->name()));
+      }
+      TensorType type = i < inferred.size() ? inferred[i] : TensorType();
+      if (declared) {
+        if (!types_compatible(*declared, type)) {
+          throw Error(ErrorKind::kShape, node.op_type() + " " + quoted(node.name()) + ": output " +
+                                             quoted(output->name()) + " is declared " + declared->to_string() +
+                                             " in the model, Weir infers " + type.to_string())
+              .with_node(node.name());
+        }
+        if (type.dtype == DType::kUndefined) type.dtype = declared->dtype;
+        if (!type.shape.has_rank()) type.shape = declared->shape;
+      }
+      output->set_type(std::move(type));
+    }
+  }
+
+  const OpRegistry& registry_;
+  const std::map<std::string, int64_t>& opsets_;
+  ExternalDataReader* external_;
+  UnsupportedReport& report_;
+  const GraphImporter* outer_;
+  std::unique_ptr<Graph> graph_;
+  std::map<std::string, Value*> values_;
+  std::map<std::string, const onnx::TypeProto*> declared_;
+  std::set<const Value*> tainted_;  // values whose type is unknown because Weir cannot import their source
+};
+
+Model import_model_proto(const onnx::ModelProto& proto, const std::string& source, ExternalDataReader* external,
+                         const OnnxImportOptions& options) {
+  const OpRegistry& registry = options.registry != nullptr ? *options.registry : default_op_registry();
+  if (!proto.has_graph()) throw Error(ErrorKind::kFormat, "the model has no graph").with_file(source);
+  std::map<std::string, int64_t> opsets;
+  for (const onnx::OperatorSetIdProto& opset : proto.opset_import()) {
+    opsets[normalize_domain(opset.domain())] = opset.version();
+  }
+  if (opsets.count("") != 0 && opsets.at("") > kNewestKnownOpset) {
+    logger().warn("ONNX model '{}' uses opset {}; this importer knows opsets up to {}", source, opsets.at(""),
+                  kNewestKnownOpset);
+  }
+
+  UnsupportedReport report;
+  Model model;
+  try {
+    GraphImporter importer(registry, opsets, external, report);
+    std::unique_ptr<Graph> graph = importer.import(proto.graph());
+    if (!report.empty()) throw Error(ErrorKind::kUnsupported, report.message(source));
+    model.graph = std::move(graph);
+  } catch (Error& error) {
+    // A model can be both malformed and unsupported: the format error wins,
+    // but the report still says what else was found.
+    throw error.with_file(source);
+  }
+  verify_graph(*model.graph, registry);
+  model.metadata.emplace_back("onnx.producer_name", proto.producer_name());
+  model.metadata.emplace_back("onnx.producer_version", proto.producer_version());
+  if (opsets.count("") != 0) model.metadata.emplace_back("onnx.opset", std::to_string(opsets.at("")));
+  for (const onnx::StringStringEntryProto& entry : proto.metadata_props()) {
+    model.metadata.emplace_back(entry.key(), entry.value());
+  }
+  return model;
+}
+
+onnx::ModelProto parse_model(const std::string& bytes, const std::string& source) {
+  onnx::ModelProto proto;
+  if (bytes.empty()) throw Error(ErrorKind::kFormat, "the file is empty, not an ONNX model").with_file(source);
+  if (!proto.ParseFromString(bytes)) {
+    throw Error(ErrorKind::kFormat, "not an ONNX model: the bytes do not parse as a ModelProto (truncated or not ONNX)")
+        .with_file(source);
+  }
+  if (!proto.has_ir_version()) {
+    throw Error(ErrorKind::kFormat, "not an ONNX model: it has no ir_version").with_file(source);
+  }
+  return proto;
+}
+
+}  // namespace
+
+Model import_onnx_model(const std::string& path, const OnnxImportOptions& options) {
+  onnx::ModelProto proto = parse_model(read_file(path, kMaxModelFileBytes), path);
+  ExternalDataReader external(std::filesystem::absolute(path));
+  return import_model_proto(proto, path, &external, options);
+}
+
+Model import_onnx_model_from_bytes(const std::string& bytes, const std::string& source,
+                                   const OnnxImportOptions& options) {
+  return import_model_proto(parse_model(bytes, source), source, nullptr, options);
+}
+
+}  // namespace weir

@@ -1,0 +1,40 @@
+// Conversion between ONNX TensorProto messages and Weir tensors.
+//
+//   weir::Tensor x = weir::read_onnx_tensor_file("test_data_set_0/input_0.pb");
+//   weir::Tensor w = weir::tensor_from_onnx(initializer, "initializer 'W'", &external_reader);
+//   onnx::TensorProto proto = weir::tensor_to_onnx(w, "W");
+//
+// Every element field ONNX defines is read (raw_data and the typed fields).
+// External data goes through Weir's ExternalDataReader, so a location outside
+// the model's directory or a range past the end of its file is refused.
+#pragma once
+
+#include <string>
+
+#include "core/dtype.h"
+#include "core/external_data.h"
+#include "core/tensor.h"
+#include "onnx/onnx_pb.h"  // defines ONNX_API, then includes onnx-ml.pb.h
+
+namespace weir {
+
+// The Weir dtype for an ONNX TensorProto::DataType code; kUndefined where
+// Weir has none (string, uint16/32/64, complex, float8 ...).
+DType dtype_from_onnx(int32_t onnx_type);
+// The ONNX name of a TensorProto::DataType code ("STRING", "UINT32", ...).
+std::string onnx_type_name(int32_t onnx_type);
+
+// Reads `proto` into a new CPU tensor. `what` names the tensor in errors
+// ("initializer 'W'"). `external` resolves external data; nullptr refuses it.
+// Throws weir::Error(kFormat) for a malformed tensor (wrong element count,
+// field that does not fit the type) and kUnsupported for a type Weir lacks.
+Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
+                        ExternalDataReader* external);
+
+// Serializes `tensor` with raw_data (little-endian, like ONNX).
+onnx::TensorProto tensor_to_onnx(const Tensor& tensor, const std::string& name);
+
+// Reads a serialized TensorProto file (the ONNX backend tests' *.pb).
+Tensor read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
+
+}  // namespace weir

@@ -119,6 +119,24 @@ std::string cast_like_to_cast(OnnxNodeDraft& draft, Graph&) {
   return "";
 }
 
+// Pow (opset 12 on) lets the exponent have another type than the base;
+// Weir's Pow takes one type. A float base takes the exponent cast to its type
+// (exact for the integer exponents this is used with). An integer base with a
+// float exponent would need the power in float and a cast back: refused.
+std::string pow_exponent_to_base_type(OnnxNodeDraft& draft, Graph& graph) {
+  if (!has_input(draft, 0) || !has_input(draft, 1)) return "";
+  DType base = draft.inputs[0]->dtype(), exponent = draft.inputs[1]->dtype();
+  if (base == exponent || base == DType::kUndefined || exponent == DType::kUndefined) return "";
+  if (base != DType::kFloat32 && base != DType::kFloat64 && base != DType::kFloat16 && base != DType::kBFloat16) {
+    return "an integer base with a " + std::string(dtype_name(exponent)) + " exponent is not supported";
+  }
+  Node* cast = graph.add_node("Cast", {draft.inputs[1]}, 1, {{"to", Attribute(static_cast<int64_t>(base))}},
+                              graph.unique_name(draft.name + "_exponent_cast"));
+  cast->output(0)->set_type(TensorType{base, draft.inputs[1]->shape()});
+  draft.inputs[1] = cast->output(0);
+  return "";
+}
+
 // Cast to a type Weir lacks (string, uint32, ...).
 std::string cast_target_supported(OnnxNodeDraft& draft, Graph&) {
   auto to = draft.attributes.find("to");
@@ -151,6 +169,7 @@ const std::map<std::string, Adapter>& adapters() {
     built["Pad"] = pad_attributes_to_inputs;
     built["CastLike"] = cast_like_to_cast;
     built["Cast"] = cast_target_supported;
+    built["Pow"] = pow_exponent_to_base_type;
     const std::string softmax_change = "before opset 13 the input was flattened to 2-D at `axis`";
     built["Softmax"] = requires_opset(13, softmax_change);
     built["LogSoftmax"] = requires_opset(13, softmax_change);

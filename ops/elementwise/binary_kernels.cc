@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/threading.h"
 
@@ -190,6 +191,8 @@ class BinaryKernel final : public OpKernel {
 template <typename Op>
 class VariadicKernel final : public OpKernel {
  public:
+  explicit VariadicKernel(bool mean = false) : mean_(mean) {}
+
   void compute(KernelContext& ctx) override {
     Tensor acc = ctx.input(0);
     for (size_t i = 1; i < ctx.num_inputs(); ++i) {
@@ -213,8 +216,25 @@ class VariadicKernel final : public OpKernel {
       });
       acc = folded;
     }
+    if (mean_) {  // Mean: the sum over the count, in a fresh tensor (acc may be input 0)
+      Tensor mean = Tensor::uninitialized(acc.dtype(), acc.sizes(), ctx.allocator());
+      double count = static_cast<double>(ctx.num_inputs());
+      dispatch_dtype(acc.dtype(), [&]<typename T>() {
+        if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+          const T* in = acc.data<T>();
+          T* out = mean.data<T>();
+          for (int64_t i = 0; i < acc.num_elements(); ++i) out[i] = store<T>(load(in[i]) / static_cast<ComputeType<T>>(count));
+        } else {
+          ctx.fail("Mean needs a floating-point input, got " + acc.type_string());
+        }
+      });
+      acc = mean;
+    }
     ctx.set_output(0, acc);
   }
+
+ private:
+  bool mean_;
 };
 
 template <typename Op>
@@ -244,6 +264,9 @@ void register_binary_cpu_kernels(KernelRegistry& registry) {
   });
   registry.add("Max", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<MaxOp>>(); });
   registry.add("Min", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<MinOp>>(); });
+  registry.add("Sum", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<AddOp>>(); });
+  registry.add("Mean", DeviceType::kCpu, kFloatDTypes,
+               [](const Node&) { return std::make_unique<VariadicKernel<AddOp>>(/*mean=*/true); });
 }
 
 }  // namespace weir

@@ -2,6 +2,7 @@
 
 #include "core/graph.h"
 #include "ops/gradient_util.h"
+#include "ops/dtype_sets.h"
 #include "ops/shape_inference.h"
 
 namespace weir {
@@ -103,6 +104,15 @@ void extremum_gradient(GradientContext& ctx) {
   }
 }
 
+// Sum / Mean: every input gets dY (Mean: dY / n), summed to its shape.
+void sum_gradient(GradientContext& ctx, bool mean) {
+  Value* grad = ctx.output_grad(0);
+  if (grad == nullptr) return;
+  size_t count = ctx.node().num_inputs();
+  if (mean) grad = ctx.emit("Div", {grad, scalar_constant(ctx.graph(), grad->dtype(), static_cast<double>(count), "mean_grad_count")})[0];
+  for (size_t i = 0; i < count; ++i) ctx.set_input_grad(i, sum_to_input(ctx, grad, i));
+}
+
 void infer_variadic_broadcast(InferenceContext& ctx) {
   const TensorType* first = ctx.input_type(0);
   if (first == nullptr) return;
@@ -115,14 +125,14 @@ void infer_variadic_broadcast(InferenceContext& ctx) {
   ctx.set_output_type(0, TensorType{first->dtype, shape});
 }
 
-OpSchema variadic(const char* name, const char* doc) {
+OpSchema variadic(const char* name, const std::vector<DType>& types, GradientFn gradient, const char* doc) {
   OpSchema schema(name);
   schema.input("data", "T", Arity::kVariadic)
       .output("result", "T")
-      .type_constraint("T", kNumeric)
+      .type_constraint("T", types)
       .traits(OpTrait::kElementwise | OpTrait::kCommutative)
       .infer(infer_variadic_broadcast)
-      .gradient(extremum_gradient)
+      .gradient(std::move(gradient))
       .doc(doc);
   return schema;
 }
@@ -177,8 +187,14 @@ void register_elementwise_schemas(OpRegistry& registry) {
                       "(fmod=1); integer % 0 is an error")
                    .attr("fmod", AttrType::kInt, Attribute(int64_t{0}))
                    .gradient(mod_gradient));
-  registry.add(variadic("Max", "elementwise maximum of all inputs, broadcast together; NaN propagates"));
-  registry.add(variadic("Min", "elementwise minimum of all inputs, broadcast together; NaN propagates"));
+  registry.add(variadic("Max", kNumeric, extremum_gradient,
+                        "elementwise maximum of all inputs, broadcast together; NaN propagates"));
+  registry.add(variadic("Min", kNumeric, extremum_gradient,
+                        "elementwise minimum of all inputs, broadcast together; NaN propagates"));
+  registry.add(variadic("Sum", kNumeric, [](GradientContext& ctx) { sum_gradient(ctx, false); },
+                        "elementwise sum of all inputs, broadcast together"));
+  registry.add(variadic("Mean", kFloatDTypes, [](GradientContext& ctx) { sum_gradient(ctx, true); },
+                        "elementwise mean of all inputs, broadcast together"));
   registry.add(unary("Neg", kNumeric,
                      [](GradientContext& ctx) {
                        if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Neg", {grad})[0]);

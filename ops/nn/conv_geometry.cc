@@ -100,8 +100,10 @@ ConvGeometry conv_geometry(const Node& node, ConvKind kind, const std::vector<in
       int64_t out = from_output_shape ? output_shape[output_shape.size() - rank + i] : input_spatial[i] * g.strides[i];
       total = g.strides[i] * (input_spatial[i] - 1) + g.output_padding[i] + g.kernel_extent(i) - out;
       if (total < 0) {
-        fail(node, "output size " + std::to_string(out) + " on spatial axis " + std::to_string(i) +
-                       " is larger than the transpose produces without padding");
+        // A larger output than the transpose covers: the extra rows and
+        // columns go at the end and hold only the bias, as output_padding's do.
+        g.output_padding[i] -= total;
+        total = 0;
       }
     }
     // The odd pixel goes at the end for SAME_UPPER, at the start otherwise (ONNX).

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ops/tensor/indexing.h"
+#include "ops/tensor/shape_slice.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -13,8 +14,9 @@ class ShapeKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const std::vector<int64_t>& sizes = ctx.input(0).sizes();
-    Tensor& out = ctx.allocate_output(0, DType::kInt64, {static_cast<int64_t>(sizes.size())});
-    if (!sizes.empty()) std::memcpy(out.raw_data(), sizes.data(), sizes.size() * sizeof(int64_t));
+    auto [start, end] = shape_slice(ctx.node(), static_cast<int64_t>(sizes.size()));
+    Tensor& out = ctx.allocate_output(0, DType::kInt64, {end - start});
+    if (end > start) std::memcpy(out.raw_data(), sizes.data() + start, static_cast<size_t>(end - start) * sizeof(int64_t));
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include "core/graph.h"
 #include "ops/shape_inference.h"
+#include "ops/tensor/shape_slice.h"
 
 namespace weir {
 
@@ -255,13 +256,19 @@ void register_tensor_schemas(OpRegistry& registry) {
       .output("shape", "I")
       .type_constraint("T", kAnyType)
       .type_constraint("I", {DType::kInt64})
+      .attr("start", AttrType::kInt, Attribute(0))
+      .attr("end", AttrType::kInt)
       .infer([](InferenceContext& ctx) {
         const TensorType* data = ctx.input_type(0);
         if (data == nullptr) return;
-        Shape out = data->shape.has_rank() ? Shape{data->shape.rank()} : Shape{Dim::symbol(ctx.node().name() + ":rank")};
-        ctx.set_output_type(0, TensorType{DType::kInt64, out});
+        if (!data->shape.has_rank()) {
+          ctx.set_output_type(0, TensorType{DType::kInt64, Shape{Dim::symbol(ctx.node().name() + ":rank")}});
+          return;
+        }
+        auto [start, end] = shape_slice(ctx.node(), data->shape.rank());
+        ctx.set_output_type(0, TensorType{DType::kInt64, Shape{end - start}});
       })
-      .doc("The input's sizes as a 1-D i64 tensor");
+      .doc("The input's sizes as a 1-D i64 tensor: dims [start, end), negative counting from the back");
   registry.add(std::move(shape));
 
   OpSchema reshape("Reshape");

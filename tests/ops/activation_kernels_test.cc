@@ -188,6 +188,8 @@ TEST(BinaryKernels, PowModMaxMinMatchTheReference) {
                  integer ? 5 : 3);
     check_binary("Max", dtype, {2, 1, 3}, {4, 1}, [](double a, double b) { return std::max(a, b); });
     check_binary("Min", dtype, {2, 3}, {}, [](double a, double b) { return std::min(a, b); });
+    check_binary("Sum", dtype, {2, 1, 3}, {4, 1}, [](double a, double b) { return a + b; });
+    if (!integer) check_binary("Mean", dtype, {3, 4}, {4}, [](double a, double b) { return (a + b) / 2; });
     check_binary("Mod", dtype, {5, 3}, {3}, [](double a, double b) { return std::fmod(a, b); }, {{"fmod", Attribute(int64_t{1})}});
     if (integer) check_binary("Mod", dtype, {5, 3}, {1, 3}, python_mod);
   }
@@ -196,6 +198,11 @@ TEST(BinaryKernels, PowModMaxMinMatchTheReference) {
   Tensor c = make_tensor(DType::kFloat32, {2}, {});
   EXPECT_EQ(to_doubles(run_op("Max", {a, b, c})[0]), (std::vector<double>{4, 5, 4, 2, 5, 3}));
   EXPECT_EQ(to_doubles(run_op("Min", {a})[0]), (std::vector<double>{1, 5, 3}));
+  EXPECT_EQ(to_doubles(run_op("Sum", {a, b, c})[0]), (std::vector<double>{7, 11, 9, 3, 7, 5}));
+  std::vector<double> mean = to_doubles(run_op("Mean", {a, b, c})[0]);
+  std::vector<double> expected_mean = {7.0 / 3, 11.0 / 3, 3, 1, 7.0 / 3, 5.0 / 3};
+  ASSERT_EQ(mean.size(), expected_mean.size());
+  for (size_t i = 0; i < mean.size(); ++i) EXPECT_NEAR(mean[i], expected_mean[i], 1e-6);
   Tensor nan = make_tensor(DType::kFloat32, {std::numeric_limits<double>::quiet_NaN()}, {1});
   EXPECT_TRUE(std::isnan(to_doubles(run_op("Max", {a, nan})[0])[1]));
   EXPECT_TRUE(std::isnan(to_doubles(run_op("Min", {nan, a})[0])[1]));
@@ -217,6 +224,8 @@ TEST(BinaryGradients, PowMaxMinMatchFiniteDifferences) {
   Tensor c = make_tensor(DType::kFloat64, random_values(DType::kFloat64, 3, 25), {3, 1});
   check_gradient("Max", {a, b, c}, {0, 1, 2});
   check_gradient("Min", {a, b}, {0, 1});
+  check_gradient("Sum", {a, b, c}, {0, 1, 2});
+  check_gradient("Mean", {a, b, c}, {0, 1, 2});
 }
 
 TEST(BinaryGradients, ModMatchesFiniteDifferencesAwayFromItsJumps) {

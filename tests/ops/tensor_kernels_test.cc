@@ -30,6 +30,12 @@ Tensor shape_tensor(const std::vector<int64_t>& values) {
 TEST(TensorKernels, ShapeReportsSizes) {
   EXPECT_EQ(to_doubles(run_op("Shape", {Tensor(DType::kBool, {4, 0, 7})})[0]), (std::vector<double>{4, 0, 7}));
   EXPECT_EQ(run_op("Shape", {Tensor::scalar<float>(1)})[0].sizes(), (std::vector<int64_t>{0}));
+  // start/end (opset 15): negative from the back, clamped, empty when start >= end.
+  Tensor x(DType::kFloat32, {2, 3, 4, 5});
+  EXPECT_EQ(to_doubles(run_op("Shape", {x}, {{"start", Attribute(1)}})[0]), (std::vector<double>{3, 4, 5}));
+  EXPECT_EQ(to_doubles(run_op("Shape", {x}, {{"start", Attribute(-3)}, {"end", Attribute(-1)}})[0]), (std::vector<double>{3, 4}));
+  EXPECT_EQ(to_doubles(run_op("Shape", {x}, {{"start", Attribute(-9)}, {"end", Attribute(10)}})[0]), (std::vector<double>{2, 3, 4, 5}));
+  EXPECT_EQ(run_op("Shape", {x}, {{"start", Attribute(3)}, {"end", Attribute(1)}})[0].sizes(), (std::vector<int64_t>{0}));
 }
 
 TEST(TensorKernels, ReshapeIsAViewAndResolvesZeroAndMinusOne) {

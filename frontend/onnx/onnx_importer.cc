@@ -39,10 +39,10 @@ class UnsupportedReport {
   void add_value(std::string text) { values_.push_back(std::move(text)); }
   bool empty() const { return nodes_.empty() && values_.empty(); }
 
-  std::string message(const std::string& source) const {
+  std::string message() const {
     std::set<std::pair<std::string, std::string>> op_types;
     for (const auto& entry : nodes_) op_types.insert({std::get<0>(entry.first), std::get<1>(entry.first)});
-    std::string text = "ONNX model " + quoted(source) + " uses what Weir does not support";
+    std::string text = "the model uses what Weir does not support";
     if (!op_types.empty()) text += " (" + std::to_string(op_types.size()) + " op type" + (op_types.size() == 1 ? "" : "s") + ")";
     text += ":";
     for (const auto& [key, nodes] : nodes_) {
@@ -180,9 +180,8 @@ class GraphImporter {
     if (found != values_.end()) return found->second;
     for (const GraphImporter* scope = outer_; scope != nullptr; scope = scope->outer_) {
       if (scope->values_.count(name) != 0) {
-        report_.add_node("", op_type, opset_of(""),
-                         "a sub-graph reads outer-scope value " + quoted(name) + "; Weir sub-graphs take explicit inputs",
-                         node);
+        report_.add_value("node " + quoted(node) + " in a sub-graph reads outer-scope value " + quoted(name) +
+                          "; Weir sub-graphs take explicit inputs");
         Value* stand_in = graph_->add_value(graph_->unique_name(name));
         tainted_.insert(stand_in);
         values_.emplace(name, stand_in);
@@ -455,7 +454,7 @@ Model import_model_proto(const onnx::ModelProto& proto, const std::string& sourc
   try {
     GraphImporter importer(registry, opsets, external, report);
     std::unique_ptr<Graph> graph = importer.import(proto.graph());
-    if (!report.empty()) throw Error(ErrorKind::kUnsupported, report.message(source));
+    if (!report.empty()) throw Error(ErrorKind::kUnsupported, report.message());
     model.graph = std::move(graph);
   } catch (Error& error) {
     // A model can be both malformed and unsupported: the format error wins,

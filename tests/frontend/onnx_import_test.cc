@@ -1,0 +1,307 @@
+// ONNX importer: malformed files, the single unsupported-op error, opset
+// adapters, external data and symbolic dims. Models are built here as
+// ModelProto messages so each test states exactly what it feeds the importer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/error.h"
+#include "frontend/onnx/onnx_importer.h"
+#include "frontend/onnx/onnx_tensor.h"
+#include "ops/graph_evaluator.h"
+#include "tests/ops/op_test_util.h"
+
+namespace weir {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::random_tensor;
+using testing::to_doubles;
+
+fs::path temp_dir(const std::string& name) {
+  const char* root = std::getenv("WEIR_TEST_TMPDIR");
+  fs::path dir = fs::path(root != nullptr ? root : fs::temp_directory_path().string()) / ("onnx_import_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A model with the default opset `opset` and graph inputs/outputs of f32.
+struct ModelBuilder {
+  onnx::ModelProto model;
+  onnx::GraphProto* graph;
+
+  explicit ModelBuilder(int64_t opset) {
+    model.set_ir_version(8);
+    model.set_producer_name("weir-test");
+    onnx::OperatorSetIdProto* id = model.add_opset_import();
+    id->set_domain("");
+    id->set_version(opset);
+    graph = model.mutable_graph();
+    graph->set_name("g");
+  }
+  void value_info(onnx::ValueInfoProto* info, const std::string& name, const std::vector<int64_t>& dims,
+                  int32_t type = onnx::TensorProto::FLOAT) {
+    info->set_name(name);
+    onnx::TypeProto::Tensor* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(type);
+    for (int64_t d : dims) {
+      if (d >= 0) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+      else tensor->mutable_shape()->add_dim()->set_dim_param("batch");
+    }
+  }
+  ModelBuilder& input(const std::string& name, const std::vector<int64_t>& dims, int32_t type = onnx::TensorProto::FLOAT) {
+    value_info(graph->add_input(), name, dims, type);
+    return *this;
+  }
+  ModelBuilder& output(const std::string& name) {
+    graph->add_output()->set_name(name);
+    graph->mutable_output(graph->output_size() - 1)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    return *this;
+  }
+  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name = "") {
+    onnx::NodeProto* n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const std::string& i : inputs) n->add_input(i);
+    for (const std::string& o : outputs) n->add_output(o);
+    return n;
+  }
+  onnx::TensorProto* initializer(const Tensor& tensor, const std::string& name) {
+    *graph->add_initializer() = tensor_to_onnx(tensor, name);
+    return graph->mutable_initializer(graph->initializer_size() - 1);
+  }
+  std::string bytes() const { return model.SerializeAsString(); }
+  Model import() const { return import_onnx_model_from_bytes(bytes(), "test.onnx"); }
+};
+
+void add_ints(onnx::NodeProto* node, const std::string& name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void add_float(onnx::NodeProto* node, const std::string& name, float value) {
+  onnx::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+// The message of the weir::Error `body` throws; fails the test otherwise.
+template <typename Body>
+std::string error_of(Body body, ErrorKind kind) {
+  try {
+    body();
+  } catch (const Error& error) {
+    EXPECT_EQ(error_kind_name(error.kind()), std::string(error_kind_name(kind))) << error.what();
+    return error.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+ModelBuilder small_conv_model() {
+  ModelBuilder m(13);
+  m.input("x", {1, 2, 5, 5}).output("y");
+  m.initializer(random_tensor(DType::kFloat32, {3, 2, 3, 3}, 1), "w");
+  m.initializer(random_tensor(DType::kFloat32, {3}, 2), "b");
+  onnx::NodeProto* conv = m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  add_ints(conv, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"y"}, "relu");
+  return m;
+}
+
+TEST(OnnxImport, RunsAnImportedModel) {
+  Model model = small_conv_model().import();
+  Tensor x = random_tensor(DType::kFloat32, {1, 2, 5, 5}, 3);
+  std::vector<Tensor> y = evaluate_graph(*model.graph, {{"x", x}});
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].sizes(), (std::vector<int64_t>{1, 3, 5, 5}));
+  for (double v : to_doubles(y[0])) EXPECT_GE(v, 0.0);
+  EXPECT_EQ(model.graph->constants().size(), 2u);
+}
+
+TEST(OnnxImport, MissingFileAndGarbageAreClearErrors) {
+  EXPECT_NE(error_of([] { import_onnx_model("/nonexistent/model.onnx"); }, ErrorKind::kIo).find("/nonexistent/model.onnx"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { import_onnx_model_from_bytes("", "empty.onnx"); }, ErrorKind::kFormat).find("empty"),
+            std::string::npos);
+  std::mt19937 engine(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string bytes(static_cast<size_t>(engine() % 512), '\0');
+    for (char& c : bytes) c = static_cast<char>(engine());
+    try {
+      import_onnx_model_from_bytes(bytes, "random.onnx");
+      ADD_FAILURE() << "random bytes imported";
+    } catch (const Error&) {
+    }
+  }
+}
+
+TEST(OnnxImport, EveryTruncationIsAnErrorOrAValidPrefix) {
+  const std::string bytes = small_conv_model().bytes();
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    try {
+      import_onnx_model_from_bytes(bytes.substr(0, length), "truncated.onnx");
+    } catch (const Error&) {
+      // expected: anything but a crash or a non-Weir exception
+    }
+  }
+}
+
+TEST(OnnxImport, BadInitializerDataNamesTheInitializer) {
+  ModelBuilder m = small_conv_model();
+  m.graph->mutable_initializer(0)->mutable_raw_data()->resize(10);  // 3*2*3*3 floats need 216 bytes
+  std::string message = error_of([&] { m.import(); }, ErrorKind::kFormat);
+  EXPECT_NE(message.find("initializer 'w'"), std::string::npos) << message;
+  EXPECT_NE(message.find("216"), std::string::npos) << message;
+
+  ModelBuilder typed = small_conv_model();
+  onnx::TensorProto* b = typed.graph->mutable_initializer(1);
+  b->clear_raw_data();
+  b->add_int64_data(1);  // an f32 tensor with int64 values: float_data is empty
+  message = error_of([&] { typed.import(); }, ErrorKind::kFormat);
+  EXPECT_NE(message.find("initializer 'b'"), std::string::npos) << message;
+  EXPECT_NE(message.find("float_data"), std::string::npos) << message;
+
+  ModelBuilder huge = small_conv_model();
+  huge.graph->mutable_initializer(1)->set_dims(0, int64_t{1} << 50);
+  message = error_of([&] { huge.import(); }, ErrorKind::kFormat);
+  EXPECT_NE(message.find("initializer 'b'"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, InputNobodyProducesNamesNodeAndValue) {
+  ModelBuilder m(13);
+  m.input("x", {2}).output("y");
+  m.node("Add", {"x", "ghost"}, {"y"}, "adder");
+  std::string message = error_of([&] { m.import(); }, ErrorKind::kFormat);
+  EXPECT_NE(message.find("adder"), std::string::npos) << message;
+  EXPECT_NE(message.find("ghost"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, OneErrorListsEveryUnsupportedOpWithNodesAndOpset) {
+  ModelBuilder m(13);
+  m.input("x", {2, 3}).output("y");
+  m.node("Einsum", {"x"}, {"a"}, "einsum_1");
+  m.node("Relu", {"a"}, {"b"}, "relu");
+  m.node("Einsum", {"b"}, {"c"}, "einsum_2");
+  m.node("NoSuchOp", {"c"}, {"y"}, "mystery");
+  std::string message = error_of([&] { m.import(); }, ErrorKind::kUnsupported);
+  for (const char* part : {"2 op types", "Einsum (opset 13)", "'einsum_1', 'einsum_2'", "NoSuchOp (opset 13)", "'mystery'"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " missing from: " << message;
+  }
+  EXPECT_EQ(message.find("relu"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, UnsupportedTypesAndOldSemanticsAreListed) {
+  ModelBuilder m(11);
+  m.input("x", {2, 3}).input("s", {2}, onnx::TensorProto::STRING).output("y");
+  m.node("Softmax", {"x"}, {"y"}, "softmax");
+  std::string message = error_of([&] { m.import(); }, ErrorKind::kUnsupported);
+  EXPECT_NE(message.find("Softmax (opset 11)"), std::string::npos) << message;
+  EXPECT_NE(message.find("graph input 's' has element type STRING"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, AxesMovedFromAttributeToInputAcrossOpsets) {
+  Tensor x = random_tensor(DType::kFloat32, {2, 1, 3}, 4);
+  // Squeeze-11 (attribute) and Squeeze-13 (constant input) give the same graph.
+  for (int64_t opset : {11, 13}) {
+    ModelBuilder m(opset);
+    m.input("x", {2, 1, 3}).output("y");
+    onnx::NodeProto* squeeze = m.node("Squeeze", {"x"}, {"y"}, "squeeze");
+    if (opset == 11) {
+      add_ints(squeeze, "axes", {1});
+    } else {
+      m.initializer(Tensor::from_vector<int64_t>({1}, {1}), "axes");
+      squeeze->add_input("axes");
+    }
+    Model model = m.import();
+    EXPECT_EQ(model.graph->outputs()[0]->shape(), (Shape{2, 3})) << "opset " << opset;
+    EXPECT_EQ(to_doubles(evaluate_graph(*model.graph, {{"x", x}})[0]), to_doubles(x));
+  }
+  // ReduceSum-13 with axes fed at run time.
+  ModelBuilder m(13);
+  m.input("x", {2, 1, 3}).input("axes", {1}, onnx::TensorProto::INT64).output("y");
+  onnx::NodeProto* reduce = m.node("ReduceSum", {"x", "axes"}, {"y"}, "sum");
+  onnx::AttributeProto* keepdims = reduce->add_attribute();
+  keepdims->set_name("keepdims");
+  keepdims->set_type(onnx::AttributeProto::INT);
+  keepdims->set_i(0);
+  Model model = m.import();
+  std::vector<double> y = to_doubles(evaluate_graph(*model.graph, {{"x", x}, {"axes", Tensor::from_vector<int64_t>({2}, {1})}})[0]);
+  std::vector<double> in = to_doubles(x);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_NEAR(y[0], in[0] + in[1] + in[2], 1e-5);
+  EXPECT_NEAR(y[1], in[3] + in[4] + in[5], 1e-5);
+}
+
+TEST(OnnxImport, OldClipAndSplitAttributesBecomeInputs) {
+  Tensor x = random_tensor(DType::kFloat32, {6}, 5);
+  ModelBuilder m(6);
+  m.input("x", {6}).output("y");
+  onnx::NodeProto* clip = m.node("Clip", {"x"}, {"y"}, "clip");
+  add_float(clip, "min", -0.5f);
+  add_float(clip, "max", 0.25f);
+  std::vector<double> y = to_doubles(evaluate_graph(*m.import().graph, {{"x", x}})[0]);
+  std::vector<double> in = to_doubles(x);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(y[i], std::clamp(in[i], -0.5, 0.25));
+
+  ModelBuilder s(11);
+  s.input("x", {6}).output("a").output("b");
+  add_ints(s.node("Split", {"x"}, {"a", "b"}, "split"), "split", {2, 4});
+  std::vector<Tensor> parts = evaluate_graph(*s.import().graph, {{"x", x}});
+  EXPECT_EQ(parts[0].sizes(), (std::vector<int64_t>{2}));
+  EXPECT_EQ(parts[1].sizes(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(to_doubles(parts[1])[0], in[2]);
+}
+
+TEST(OnnxImport, DimParamBecomesASymbolicDim) {
+  ModelBuilder m(13);
+  m.input("x", {-1, 4}).output("y");
+  m.node("Relu", {"x"}, {"y"}, "relu");
+  Model model = m.import();
+  EXPECT_EQ(model.graph->inputs()[0]->shape(), (Shape{Dim::symbol("batch"), 4}));
+  EXPECT_EQ(model.graph->outputs()[0]->shape(), (Shape{Dim::symbol("batch"), 4}));
+  Tensor x = random_tensor(DType::kFloat32, {3, 4}, 6);
+  EXPECT_EQ(evaluate_graph(*model.graph, {{"x", x}})[0].sizes(), (std::vector<int64_t>{3, 4}));
+}
+
+TEST(OnnxImport, ExternalDataStaysInTheModelDirectory) {
+  fs::path dir = temp_dir("external");
+  Tensor w = random_tensor(DType::kFloat32, {3}, 8);
+  {
+    std::ofstream data(dir / "weights.bin", std::ios::binary);
+    data.write("padding!", 8);
+    data.write(static_cast<const char*>(w.raw_data()), static_cast<std::streamsize>(w.nbytes()));
+  }
+  auto write_model = [&](const std::string& location) {
+    ModelBuilder m(13);
+    m.input("x", {3}).output("y");
+    onnx::TensorProto* init = m.initializer(w, "w");
+    init->clear_raw_data();
+    init->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (auto [key, value] : {std::pair<std::string, std::string>{"location", location}, {"offset", "8"}, {"length", "12"}}) {
+      onnx::StringStringEntryProto* entry = init->add_external_data();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+    m.node("Add", {"x", "w"}, {"y"}, "add");
+    std::ofstream(dir / "model.onnx", std::ios::binary) << m.bytes();
+  };
+  write_model("weights.bin");
+  Model model = import_onnx_model((dir / "model.onnx").string());
+  Tensor zeros(DType::kFloat32, {3});
+  EXPECT_TRUE(evaluate_graph(*model.graph, {{"x", zeros}})[0].bitwise_equal(w));
+
+  write_model("../outside.bin");
+  std::string message = error_of([&] { import_onnx_model((dir / "model.onnx").string()); }, ErrorKind::kFormat);
+  EXPECT_NE(message.find("initializer 'w'"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace weir

@@ -3,8 +3,8 @@
 #include <functional>
 #include <limits>
 
-#include "core/half.h"
 #include "frontend/onnx/onnx_tensor.h"
+#include "ops/gradient_util.h"
 
 namespace weir {
 namespace {
@@ -29,18 +29,7 @@ Value* add_constant(Graph& graph, const OnnxNodeDraft& draft, const std::string&
   return graph.add_constant(graph.unique_name(draft.name + "_" + what), std::move(tensor));
 }
 
-// A scalar of a float dtype, for attributes that became inputs of type T.
-std::optional<Tensor> float_scalar(DType dtype, double value) {
-  switch (dtype) {
-    case DType::kFloat32: return Tensor::scalar(static_cast<float>(value));
-    case DType::kFloat64: return Tensor::scalar(value);
-    case DType::kFloat16: return Tensor::scalar(Float16(static_cast<float>(value)));
-    case DType::kBFloat16: return Tensor::scalar(BFloat16(static_cast<float>(value)));
-    default: return std::nullopt;
-  }
-}
-
-std::vector<int64_t> constant_ints(const Value* value) {
+std::vector<int64_t> values_of(const Value* value) {
   const Tensor& t = value->data();
   if (t.dtype() == DType::kInt64) return {t.data<int64_t>(), t.data<int64_t>() + t.num_elements()};
   return {t.data<int32_t>(), t.data<int32_t>() + t.num_elements()};
@@ -53,7 +42,7 @@ std::string axes_input_to_attribute(OnnxNodeDraft& draft, Graph&) {
   if (!has_input(draft, 1) || !draft.inputs[1]->is_constant()) return "";
   const Value* axes = draft.inputs[1];
   if (axes->dtype() != DType::kInt64 && axes->dtype() != DType::kInt32) return "";
-  std::vector<int64_t> values = constant_ints(axes);
+  std::vector<int64_t> values = values_of(axes);
   drop_input(draft, 1);
   // An empty axes input to Squeeze means "every axis of size 1", which is
   // the absent attribute (an empty attribute would remove none).
@@ -79,10 +68,8 @@ std::string clip_attributes_to_inputs(OnnxNodeDraft& draft, Graph& graph) {
   for (auto [name, index] : {std::pair<const char*, size_t>{"min", 1}, {"max", 2}}) {
     auto found = draft.attributes.find(name);
     if (found == draft.attributes.end()) continue;
-    std::optional<Tensor> bound = float_scalar(dtype, found->second.f());
-    if (!bound) return "Clip opset " + std::to_string(draft.opset) + " needs a float input, got " +
-                       std::string(dtype_name(dtype));
-    set_input(draft, index, add_constant(graph, draft, name, std::move(*bound)));
+    if (dtype == DType::kUndefined) return "the input's dtype, which the bounds take, is not known";
+    set_input(draft, index, scalar_constant(graph, dtype, found->second.f(), draft.name + "_" + name));
     draft.attributes.erase(found);
   }
   return "";
@@ -98,10 +85,9 @@ std::string pad_attributes_to_inputs(OnnxNodeDraft& draft, Graph& graph) {
   draft.attributes.erase(pads);
   auto value = draft.attributes.find("value");
   if (value != draft.attributes.end()) {
-    std::optional<Tensor> fill = float_scalar(has_input(draft, 0) ? draft.inputs[0]->dtype() : DType::kUndefined,
-                                              value->second.f());
-    if (!fill) return "Pad opset " + std::to_string(draft.opset) + " needs a float input";
-    set_input(draft, 2, add_constant(graph, draft, "value", std::move(*fill)));
+    DType dtype = has_input(draft, 0) ? draft.inputs[0]->dtype() : DType::kUndefined;
+    if (dtype == DType::kUndefined) return "the input's dtype, which the pad value takes, is not known";
+    set_input(draft, 2, scalar_constant(graph, dtype, value->second.f(), draft.name + "_value"));
     draft.attributes.erase(value);
   }
   return "";

@@ -6,23 +6,13 @@
 // 56x56 K64 at ~420 GFLOP/s, bf16 ~880, on this machine's 2 cores.
 #include <benchmark/benchmark.h>
 
-#include <random>
-
+#include "bench/bench_tensors.h"
 #include "core/graph.h"
 #include "ops/register_ops.h"
 
 namespace {
 
-weir::Tensor random_tensor(weir::DType dtype, std::vector<int64_t> sizes) {
-  weir::Tensor f32(weir::DType::kFloat32, sizes);
-  std::mt19937 engine(7);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (int64_t i = 0; i < f32.num_elements(); ++i) f32.data<float>()[i] = uniform(engine);
-  if (dtype == weir::DType::kFloat32) return f32;
-  weir::Tensor out(dtype, sizes);
-  for (int64_t i = 0; i < f32.num_elements(); ++i) out.data<weir::BFloat16>()[i] = weir::BFloat16(f32.data<float>()[i]);
-  return out;
-}
+using weir::bench::random_tensor;
 
 // state.range: batch, channels (in = out), spatial size, kernel size (pad k/2, stride 1).
 // Op 0 = Conv, 1 = ConvGradData, 2 = ConvGradWeight.

@@ -14,6 +14,7 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::kUnsupported: return "unsupported";
     case ErrorKind::kOutOfMemory: return "out of memory";
     case ErrorKind::kDevice: return "device error";
+    case ErrorKind::kCommunication: return "communication error";
     case ErrorKind::kInternal: return "internal error";
   }
   return "error";

@@ -30,6 +30,7 @@ enum class ErrorKind {
   kUnsupported,      // valid input that this build does not handle (unknown op, newer IR)
   kOutOfMemory,      // an allocator could not satisfy a request
   kDevice,           // a device (CUDA, ...) reported a failure
+  kCommunication,    // a collective failed: a peer died, aborted or called a different collective
   kInternal,         // a Weir bug: an invariant Weir itself should have kept
 };
 

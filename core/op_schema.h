@@ -42,6 +42,7 @@ enum class OpTrait : uint32_t {
   kCollective = 1u << 3,    // communicates across ranks; all ranks run it in the same order
   kInplaceable = 1u << 4,   // output 0 may reuse input 0's buffer
   kStateful = 1u << 5,      // reads or writes persistent values or RNG state
+  kViewOfInput = 1u << 6,   // output 0 may be input 0's memory itself (a view, no copy)
 };
 
 constexpr OpTrait operator|(OpTrait a, OpTrait b) {

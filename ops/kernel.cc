@@ -1,5 +1,7 @@
 #include "ops/kernel.h"
 
+#include <cstring>
+
 #include "core/error.h"
 
 namespace weir {
@@ -12,8 +14,24 @@ const Tensor& KernelContext::input(size_t index) const {
   return inputs_[index];
 }
 
+void KernelContext::set_planned_output(size_t index, PlannedBuffer buffer) {
+  if (planned_.size() <= index) planned_.resize(index + 1);
+  planned_[index] = std::move(buffer);
+}
+
 Tensor& KernelContext::allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes, Fill fill) {
   if (index >= outputs_.size()) fail("kernel wrote output " + std::to_string(index) + " of " + std::to_string(outputs_.size()));
+  if (index < planned_.size() && planned_[index].data != nullptr) {
+    const PlannedBuffer& planned = planned_[index];
+    Tensor header = Tensor::wrap(dtype, sizes, planned.data, allocator_.device(), planned.keep_alive);
+    bool fits = header.nbytes() <= planned.bytes && header.nbytes() > 0;
+    bool can_zero = !planned.aliases_input && allocator_.device().type == DeviceType::kCpu;
+    if (fits && (fill == Fill::kUninitialized || can_zero)) {
+      if (fill == Fill::kZeros) std::memset(planned.data, 0, header.nbytes());
+      outputs_[index] = std::move(header);
+      return outputs_[index];
+    }
+  }
   outputs_[index] = fill == Fill::kZeros ? Tensor(dtype, std::move(sizes), allocator_)
                                          : Tensor::uninitialized(dtype, std::move(sizes), allocator_);
   return outputs_[index];

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/communicator.h"
 #include "core/device.h"
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -55,6 +56,23 @@ class KernelContext {
 
   Allocator& allocator() const { return allocator_; }
 
+  // The communicator of the rank this node runs as; nullptr outside a
+  // runtime that provides one. Collective kernels need it.
+  Communicator* communicator() const { return communicator_; }
+  void set_communicator(Communicator* communicator) { communicator_ = communicator; }
+
+  // Memory the runtime's memory planner set aside for output `index`:
+  // allocate_output() places the output there when it fits. When `aliases_input`
+  // (in-place execution) a zero-filled output is not placed there, because
+  // zeroing would destroy the input the kernel is about to read.
+  struct PlannedBuffer {
+    void* data = nullptr;
+    size_t bytes = 0;
+    bool aliases_input = false;
+    std::shared_ptr<void> keep_alive;
+  };
+  void set_planned_output(size_t index, PlannedBuffer buffer);
+
   // Throws weir::Error(kShape) "<op> '<node>': <message>", naming the node.
   [[noreturn]] void fail(const std::string& message) const;
 
@@ -63,6 +81,8 @@ class KernelContext {
   std::vector<Tensor> inputs_;
   std::vector<Tensor> outputs_;
   Allocator& allocator_;
+  Communicator* communicator_ = nullptr;
+  std::vector<PlannedBuffer> planned_;
 };
 
 class OpKernel {

@@ -1,6 +1,9 @@
 #include "ops/register_ops.h"
 
 #include "ops/cast/cast.h"
+#include "ops/comm/collective_kernels.h"
+#include "ops/comm/collective_schemas.h"
+#include "ops/comm/device_copy.h"
 #include "ops/elementwise/activation_kernels.h"
 #include "ops/elementwise/activation_schemas.h"
 #include "ops/elementwise/backward_kernels.h"
@@ -63,6 +66,8 @@ void register_all_ops(OpRegistry& registry) {
   register_along_axis_schemas(registry);
   register_loss_schemas(registry);
   register_optimizer_schemas(registry);
+  register_collective_schemas(registry);
+  register_device_copy_schema(registry);
 }
 
 const OpRegistry& default_op_registry() {
@@ -98,6 +103,8 @@ void register_all_kernels(KernelRegistry& registry) {
   register_along_axis_cpu_kernels(registry);
   register_loss_cpu_kernels(registry);
   register_optimizer_cpu_kernels(registry);
+  register_collective_cpu_kernels(registry);
+  register_device_copy_cpu_kernel(registry);
 }
 
 const KernelRegistry& default_kernel_registry() {

@@ -76,7 +76,7 @@ void register_cast_schema(OpRegistry& registry) {
       .type_constraint("T1", {std::begin(kAllDTypes), std::end(kAllDTypes)})
       .type_constraint("T2", {std::begin(kAllDTypes), std::end(kAllDTypes)})
       .required_attr("to", AttrType::kInt)
-      .traits(OpTrait::kElementwise)
+      .traits(OpTrait::kElementwise | OpTrait::kViewOfInput)
       .infer([](InferenceContext& ctx) {
         int64_t to = ctx.attr_int("to");
         if (!is_valid_dtype(static_cast<int32_t>(to))) ctx.fail("'to' = " + std::to_string(to) + " is not a Weir dtype code");

@@ -235,6 +235,7 @@ void register_elementwise_schemas(OpRegistry& registry) {
   identity.input("X", "T")
       .output("Y", "T")
       .type_constraint("T", {kAllDTypes, kAllDTypes + std::size(kAllDTypes)})
+      .traits(OpTrait::kViewOfInput)
       .infer(infer_same_as_input)
       .gradient([](GradientContext& ctx) { ctx.set_input_grad(0, ctx.output_grad(0)); })
       .doc("Y = X");

@@ -124,7 +124,7 @@ void register_dropout_schemas(OpRegistry& registry) {
       .output("output", "T").output("mask", "T2", Arity::kOptional)
       .type_constraint("T", kFloating).type_constraint("T1", kFloating).type_constraint("T2", {DType::kBool})
       .attr("seed", AttrType::kInt)
-      .traits(OpTrait::kStateful)
+      .traits(OpTrait::kStateful | OpTrait::kViewOfInput)
       .infer([](InferenceContext& ctx) {
         const TensorType* x = ctx.input_type(0);
         if (x == nullptr) return;

@@ -228,7 +228,7 @@ OpSchema view_op(const char* name, ShapeInferenceFn infer, const char* doc) {
   schema.input("data", "T")
       .output("output", "T")
       .type_constraint("T", kAnyType)
-      .traits(OpTrait::kInplaceable)
+      .traits(OpTrait::kInplaceable | OpTrait::kViewOfInput)
       .infer(std::move(infer))
       .gradient(view_gradient)
       .doc(doc);
@@ -278,7 +278,7 @@ void register_tensor_schemas(OpRegistry& registry) {
       .type_constraint("T", kAnyType)
       .type_constraint("I", {DType::kInt64})
       .attr("allowzero", AttrType::kInt, Attribute(0))
-      .traits(OpTrait::kInplaceable)
+      .traits(OpTrait::kInplaceable | OpTrait::kViewOfInput)
       .infer(infer_reshape)
       .gradient(view_gradient)
       .doc("The same elements in a new shape: 0 copies the input's dim (unless allowzero), -1 is inferred");

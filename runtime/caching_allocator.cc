@@ -1,0 +1,104 @@
+#include "runtime/caching_allocator.h"
+
+#include <bit>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/error.h"
+
+namespace weir {
+
+size_t CachingAllocator::bin_size(size_t bytes) {
+  constexpr size_t kSmallStep = 512;
+  constexpr size_t kSmallLimit = size_t{1} << 20;
+  if (bytes <= kSmallLimit) return (bytes + kSmallStep - 1) / kSmallStep * kSmallStep;
+  size_t step = std::bit_ceil(bytes) / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+CachingAllocator::~CachingAllocator() { release_cached(); }
+
+void* CachingAllocator::allocate(size_t bytes, size_t alignment) {
+  if (bytes == 0) return nullptr;
+  if (alignment > kTensorAlignment) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "the caching allocator aligns to " + std::to_string(kTensorAlignment) + " bytes, not " +
+                    std::to_string(alignment));
+  }
+  size_t bin = bin_size(bytes);
+  void* block = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(bin);
+    if (it != free_.end() && !it->second.empty()) {
+      block = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= static_cast<int64_t>(bin);
+      ++cache_hits_;
+    } else {
+      ++system_allocations_;
+    }
+  }
+  if (block == nullptr) block = backing_.allocate(bin, kTensorAlignment);
+  counters_.on_allocate(bin);
+  return block;
+}
+
+void CachingAllocator::deallocate(void* ptr, size_t bytes) {
+  if (ptr == nullptr) return;
+  size_t bin = bin_size(bytes);
+  counters_.on_deallocate(bin);
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_[bin].push_back(ptr);
+  cached_bytes_ += static_cast<int64_t>(bin);
+}
+
+int64_t CachingAllocator::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_bytes_;
+}
+
+int64_t CachingAllocator::cache_hits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_hits_;
+}
+
+int64_t CachingAllocator::system_allocations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return system_allocations_;
+}
+
+void CachingAllocator::release_cached() {
+  std::map<size_t, std::vector<void*>> blocks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks.swap(free_);
+    cached_bytes_ = 0;
+  }
+  for (auto& [bin, list] : blocks) {
+    for (void* block : list) backing_.deallocate(block, bin);
+  }
+}
+
+CachingAllocator& device_caching_allocator(const Device& device) {
+  if (device.type != DeviceType::kCpu) {
+    throw Error(ErrorKind::kUnsupported, "no caching allocator for " + device.to_string() + " yet");
+  }
+  struct Entry {
+    std::unique_ptr<CpuAllocator> backing;
+    std::unique_ptr<CachingAllocator> cache;
+  };
+  // Deliberately never destroyed: tensors may outlive static destruction order.
+  static auto* entries = new std::map<int, Entry>();
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  Entry& entry = (*entries)[device.index];
+  if (!entry.cache) {
+    entry.backing = std::make_unique<CpuAllocator>(device);
+    entry.cache = std::make_unique<CachingAllocator>(*entry.backing);
+  }
+  return *entry.cache;
+}
+
+}  // namespace weir

@@ -1,0 +1,348 @@
+#include "runtime/in_process_communicator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/error.h"
+#include "ops/dtype_dispatch.h"
+
+namespace weir {
+
+namespace {
+
+// One collective call, shared by the ranks that take part in it.
+struct Round {
+  std::string kind;  // "all_reduce", ...
+  std::string tag;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> sizes;
+  int64_t argument = 0;  // root, reduction or peer: must agree across ranks
+  std::vector<Tensor> deposits;  // by participant index
+  std::vector<bool> present;
+  int arrived = 0;
+  int done = 0;
+  Tensor result;  // shared scratch for reductions
+  std::once_flag result_once;
+};
+
+std::string describe(const std::string& kind, DType dtype, const std::vector<int64_t>& sizes, int64_t argument) {
+  std::string text = kind + " " + std::string(dtype_name(dtype)) + "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? "," : "") + std::to_string(sizes[i]);
+  return text + "] (argument " + std::to_string(argument) + ")";
+}
+
+// State shared by all ranks of one group. Subgroups hang off the root group
+// so that abort() reaches every rank of every group.
+class GroupState : public std::enable_shared_from_this<GroupState> {
+ public:
+  GroupState(int size, InProcessGroupOptions options, std::shared_ptr<GroupState> root)
+      : size_(size), options_(options), root_(std::move(root)) {}
+
+  int size() const { return size_; }
+
+  // Deposits `tensor` as participant `index` of `participants` in the round
+  // `key`, and returns once all participants have arrived.
+  std::shared_ptr<Round> arrive(const std::string& key, int index, int participants, const std::string& kind,
+                                const std::string& tag, const Tensor& tensor, int64_t argument, int rank) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    check_aborted(kind, tag);
+    std::shared_ptr<Round>& slot = open_[key];
+    if (!slot) {
+      slot = std::make_shared<Round>();
+      slot->kind = kind;
+      slot->tag = tag;
+      slot->dtype = tensor.dtype();
+      slot->sizes = tensor.sizes();
+      slot->argument = argument;
+      slot->deposits.resize(participants);
+      slot->present.assign(participants, false);
+    } else if (slot->kind != kind || slot->dtype != tensor.dtype() || slot->sizes != tensor.sizes() ||
+               slot->argument != argument) {
+      std::string reason = "rank " + std::to_string(rank) + " called " +
+                           describe(kind, tensor.dtype(), tensor.sizes(), argument) + " with tag '" + tag +
+                           "' where another rank called " +
+                           describe(slot->kind, slot->dtype, slot->sizes, slot->argument);
+      lock.unlock();
+      abort(reason);
+      throw Error(ErrorKind::kCommunication, reason).with_rank(rank);
+    }
+    std::shared_ptr<Round> round = slot;
+    round->deposits[index] = tensor;
+    round->present[index] = true;
+    if (++round->arrived == participants) {
+      open_.erase(key);
+      cv_.notify_all();
+    } else {
+      wait(lock, [&] { return round->arrived == participants; }, *round, kind, tag);
+    }
+    return round;
+  }
+
+  // Returns once all participants of `round` have called leave().
+  void leave(Round& round, int participants) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (++round.done == participants) {
+      cv_.notify_all();
+      return;
+    }
+    wait(lock, [&] { return round.done == participants; }, round, round.kind, round.tag);
+  }
+
+  std::shared_ptr<GroupState> subgroup(const std::vector<int>& ranks) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_ptr<GroupState>& group = subgroups_[ranks];
+    if (!group) group = std::make_shared<GroupState>(static_cast<int>(ranks.size()), options_, root());
+    return group;
+  }
+
+  void abort(const std::string& reason) {
+    std::shared_ptr<GroupState> top = root();
+    top->abort_tree(reason);
+  }
+
+ private:
+  std::shared_ptr<GroupState> root() { return root_ ? root_ : shared_from_this(); }
+
+  void abort_tree(const std::string& reason) {
+    std::vector<std::shared_ptr<GroupState>> children;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!aborted_) {
+        aborted_ = true;
+        abort_reason_ = reason;
+      }
+      for (auto& [ranks, group] : subgroups_) children.push_back(group);
+      cv_.notify_all();
+    }
+    // Subgroups created by subgroup() of this (root) group share its root.
+    for (auto& child : children) child->abort_tree(reason);
+  }
+
+  void check_aborted(const std::string& kind, const std::string& tag) const {
+    if (aborted_) {
+      throw Error(ErrorKind::kCommunication,
+                  kind + " with tag '" + tag + "' aborted: " + abort_reason_);
+    }
+  }
+
+  template <typename Predicate>
+  void wait(std::unique_lock<std::mutex>& lock, Predicate ready, const Round& round, const std::string& kind,
+            const std::string& tag) {
+    bool in_time = cv_.wait_for(lock, options_.timeout, [&] { return ready() || aborted_; });
+    if (ready()) return;
+    check_aborted(kind, tag);
+    if (!in_time) {
+      std::string missing;
+      for (size_t i = 0; i < round.present.size(); ++i) {
+        if (!round.present[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+      }
+      std::string what = missing.empty() ? "for every participant to finish" : "for participants " + missing;
+      throw Error(ErrorKind::kCommunication,
+                  kind + " with tag '" + tag + "' timed out after " + std::to_string(options_.timeout.count()) +
+                      " ms waiting " + what);
+    }
+  }
+
+  int size_;
+  InProcessGroupOptions options_;
+  std::shared_ptr<GroupState> root_;  // nullptr for the root group itself
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<Round>> open_;
+  std::map<std::vector<int>, std::shared_ptr<GroupState>> subgroups_;
+  bool aborted_ = false;
+  std::string abort_reason_;
+};
+
+template <typename T>
+void reduce_range(ReduceOp op, const std::vector<Tensor>& deposits, size_t begin, size_t end, T* out) {
+  using C = ComputeType<T>;
+  const size_t n = deposits.size();
+  for (size_t i = begin; i < end; ++i) {
+    C acc = load(deposits[0].data<T>()[i]);
+    for (size_t r = 1; r < n; ++r) {
+      C value = load(deposits[r].data<T>()[i]);
+      switch (op) {
+        case ReduceOp::kSum:
+        case ReduceOp::kAvg: acc = static_cast<C>(acc + value); break;
+        case ReduceOp::kMax: acc = std::max(acc, value); break;
+        case ReduceOp::kMin: acc = std::min(acc, value); break;
+      }
+    }
+    if (op == ReduceOp::kAvg) acc = static_cast<C>(acc / static_cast<C>(n));
+    out[i] = store<T>(acc);
+  }
+}
+
+// Rank `part` of `parts` reduces its slice of the elements into `out`.
+void reduce_slice(ReduceOp op, const std::vector<Tensor>& deposits, Tensor& out, size_t offset, size_t count) {
+  dispatch_dtype(out.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      throw Error(ErrorKind::kUnsupported, "collective reductions over bool tensors are not supported");
+    } else {
+      std::vector<Tensor> shifted;
+      shifted.reserve(deposits.size());
+      for (const Tensor& d : deposits) shifted.push_back(d.reshape({d.num_elements()}));
+      T* base = out.data<T>();
+      // reduce_range indexes the deposits by absolute element; out is absolute too.
+      reduce_range<T>(op, shifted, offset, offset + count, base);
+    }
+  });
+}
+
+void check_host_dense(const Tensor& tensor, const char* what) {
+  if (!tensor.defined()) throw Error(ErrorKind::kInvalidArgument, std::string(what) + ": tensor is undefined");
+  if (tensor.device().type != DeviceType::kCpu) {
+    throw Error(ErrorKind::kUnsupported, std::string(what) + ": the in-process communicator needs host tensors");
+  }
+}
+
+class InProcessCommunicator final : public Communicator {
+ public:
+  InProcessCommunicator(std::shared_ptr<GroupState> group, int rank) : group_(std::move(group)), rank_(rank) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  std::string description() const override { return "in-process group of " + std::to_string(size()); }
+
+  void all_reduce(Tensor& tensor, ReduceOp op, const std::string& tag) override {
+    check_host_dense(tensor, "all_reduce");
+    auto round = group_->arrive(key(tag), rank_, size(), "all_reduce", tag, tensor, static_cast<int64_t>(op), rank_);
+    // Rank r reduces elements [r*n/size, (r+1)*n/size) into the shared result.
+    size_t n = static_cast<size_t>(tensor.num_elements());
+    size_t begin = n * rank_ / size(), end = n * (rank_ + 1) / size();
+    reduce_slice(op, round->deposits, shared_result(*round, tensor), begin, end - begin);
+    group_->leave(*round, size());
+    std::memcpy(tensor.raw_data(), round->result.raw_data(), tensor.nbytes());
+  }
+
+  void broadcast(Tensor& tensor, int root, const std::string& tag) override {
+    check_host_dense(tensor, "broadcast");
+    check_rank(root, "broadcast root");
+    auto round = group_->arrive(key(tag), rank_, size(), "broadcast", tag, tensor, root, rank_);
+    if (rank_ != root) std::memcpy(tensor.raw_data(), round->deposits[root].raw_data(), tensor.nbytes());
+    group_->leave(*round, size());
+  }
+
+  Tensor all_gather(const Tensor& input, const std::string& tag) override {
+    check_host_dense(input, "all_gather");
+    auto round = group_->arrive(key(tag), rank_, size(), "all_gather", tag, input, 0, rank_);
+    std::vector<int64_t> sizes = input.sizes();
+    if (sizes.empty()) sizes = {1};
+    sizes[0] *= size();
+    Tensor out = Tensor::uninitialized(input.dtype(), sizes);
+    auto* dst = static_cast<char*>(out.raw_data());
+    for (int r = 0; r < size(); ++r) std::memcpy(dst + r * input.nbytes(), round->deposits[r].raw_data(), input.nbytes());
+    group_->leave(*round, size());
+    return out;
+  }
+
+  Tensor reduce_scatter(const Tensor& input, ReduceOp op, const std::string& tag) override {
+    check_host_dense(input, "reduce_scatter");
+    if (input.rank() == 0 || input.sizes()[0] % size() != 0) {
+      throw Error(ErrorKind::kShape, "reduce_scatter with tag '" + tag + "': axis 0 of " + input.type_string() +
+                                         " does not divide by the group size " + std::to_string(size()))
+          .with_rank(rank_);
+    }
+    auto round = group_->arrive(key(tag), rank_, size(), "reduce_scatter", tag, input, static_cast<int64_t>(op), rank_);
+    size_t part = static_cast<size_t>(input.num_elements() / size());
+    reduce_slice(op, round->deposits, shared_result(*round, input), part * rank_, part);
+    std::vector<int64_t> sizes = input.sizes();
+    sizes[0] /= size();
+    Tensor out = Tensor::uninitialized(input.dtype(), sizes);
+    std::memcpy(out.raw_data(), static_cast<char*>(round->result.raw_data()) + part * rank_ * dtype_size(input.dtype()),
+                out.nbytes());
+    group_->leave(*round, size());
+    return out;
+  }
+
+  void send(const Tensor& tensor, int peer, const std::string& tag) override {
+    check_host_dense(tensor, "send");
+    check_rank(peer, "send peer");
+    auto round = group_->arrive(p2p_key(rank_, peer, tag), 0, 2, "send/recv", tag, tensor, 0, rank_);
+    group_->leave(*round, 2);  // the receiver has copied the data when this returns
+  }
+
+  void recv(Tensor& tensor, int peer, const std::string& tag) override {
+    check_host_dense(tensor, "recv");
+    check_rank(peer, "recv peer");
+    auto round = group_->arrive(p2p_key(peer, rank_, tag), 1, 2, "send/recv", tag, tensor, 0, rank_);
+    std::memcpy(tensor.raw_data(), round->deposits[0].raw_data(), tensor.nbytes());
+    group_->leave(*round, 2);
+  }
+
+  void barrier(const std::string& tag) override {
+    Tensor empty(DType::kUInt8, {0});
+    auto round = group_->arrive(key(tag), rank_, size(), "barrier", tag, empty, 0, rank_);
+    group_->leave(*round, size());
+  }
+
+  std::shared_ptr<Communicator> subgroup(const std::vector<int>& ranks) override {
+    std::vector<int> sorted = ranks;
+    std::sort(sorted.begin(), sorted.end());
+    if (ranks.empty() || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      throw Error(ErrorKind::kInvalidArgument, "a subgroup needs distinct ranks, at least one").with_rank(rank_);
+    }
+    for (int r : ranks) check_rank(r, "subgroup member");
+    auto position = std::find(ranks.begin(), ranks.end(), rank_);
+    if (position == ranks.end()) {
+      throw Error(ErrorKind::kInvalidArgument, "rank " + std::to_string(rank_) + " is not in the subgroup it asked for")
+          .with_rank(rank_);
+    }
+    std::lock_guard<std::mutex> lock(subgroups_mutex_);
+    std::shared_ptr<Communicator>& handle = subgroups_[ranks];
+    if (!handle) {
+      handle = std::make_shared<InProcessCommunicator>(group_->subgroup(ranks),
+                                                       static_cast<int>(position - ranks.begin()));
+    }
+    return handle;
+  }
+
+  void abort(const std::string& reason) override { group_->abort(reason); }
+
+ private:
+  // The n-th call with `tag` on this rank meets the n-th call on the others.
+  std::string key(const std::string& tag) { return tag + "#" + std::to_string(counts_[tag]++); }
+  // Point to point: the n-th send from src to dst with `tag` meets the n-th
+  // receive at dst from src with `tag`.
+  std::string p2p_key(int src, int dst, const std::string& tag) {
+    std::string channel = "p2p " + std::to_string(src) + "->" + std::to_string(dst) + " " + tag;
+    return channel + "#" + std::to_string(counts_[channel]++);
+  }
+
+  static Tensor& shared_result(Round& round, const Tensor& like) {
+    // Allocated once, by whichever rank gets here first.
+    std::call_once(round.result_once,
+                   [&] { round.result = Tensor::uninitialized(like.dtype(), {like.num_elements()}); });
+    return round.result;
+  }
+
+  void check_rank(int r, const char* what) const {
+    if (r < 0 || r >= size()) {
+      throw Error(ErrorKind::kInvalidArgument, std::string(what) + " " + std::to_string(r) + " is not a rank of a group of " +
+                                                   std::to_string(size()))
+          .with_rank(rank_);
+    }
+  }
+
+  std::shared_ptr<GroupState> group_;
+  int rank_;
+  std::map<std::string, int64_t> counts_;
+  std::mutex subgroups_mutex_;
+  std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;
+};
+
+}  // namespace
+
+std::vector<std::shared_ptr<Communicator>> make_in_process_group(int size, const InProcessGroupOptions& options) {
+  if (size < 1) throw Error(ErrorKind::kInvalidArgument, "an in-process group needs at least one rank, got " + std::to_string(size));
+  auto group = std::make_shared<GroupState>(size, options, nullptr);
+  std::vector<std::shared_ptr<Communicator>> ranks;
+  for (int r = 0; r < size; ++r) ranks.push_back(std::make_shared<InProcessCommunicator>(group, r));
+  return ranks;
+}
+
+}  // namespace weir

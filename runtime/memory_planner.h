@@ -1,0 +1,64 @@
+// Memory planner: where each intermediate value lives, as an offset in one
+// arena per device, decided once when a plan is compiled.
+//
+//   weir::MemoryPlan memory = weir::plan_memory(graph, schedule, registry);
+//   memory.planned_bytes();        // the arenas' total: the planned peak
+//   memory.total_value_bytes;      // what the values would take without reuse
+//   const weir::BufferSlot* slot = memory.find(value);   // nullptr: allocated at run time
+//
+// Lifetimes come from the schedule: a value's buffer is busy from its
+// producer to its last reader, and a view (Reshape, Identity, ... — the
+// kViewOfInput trait) extends the buffer it views. Two buffers may share
+// memory only when one's last use happens before the other's producer in
+// every run (Schedule::happens_before: a chain of dependencies or stream
+// order), which stays true however the thread pool interleaves ready steps.
+// An elementwise in-place-able op (kInplaceable) writes its output over its
+// first input when it is that input's last reader and the sizes match.
+// Offsets come from the greedy-by-size heuristic: buffers in decreasing size,
+// each at the lowest 64-byte-aligned offset free of the buffers it overlaps
+// in time.
+//
+// Planned: values with a static shape produced on a CPU device, that are
+// not graph outputs (which outlive the run). Everything else is allocated
+// when produced, from the device's caching allocator.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/device.h"
+#include "core/graph.h"
+#include "core/op_schema.h"
+#include "runtime/schedule.h"
+
+namespace weir {
+
+struct BufferSlot {
+  int arena = 0;          // index into MemoryPlan::arenas
+  int64_t offset = 0;     // bytes from the arena's start, a multiple of 64
+  int64_t bytes = 0;
+  bool in_place = false;  // shares the buffer of its producer's input 0
+};
+
+struct DeviceArena {
+  Device device;
+  int64_t bytes = 0;
+};
+
+struct MemoryPlan {
+  std::vector<DeviceArena> arenas;
+  std::unordered_map<const Value*, BufferSlot> slots;
+  int64_t total_value_bytes = 0;  // the planned values' sizes added up: no reuse
+  int planned_values = 0;
+  int in_place_values = 0;
+
+  int64_t planned_bytes() const;
+  const BufferSlot* find(const Value* value) const;
+  int arena_of(const Device& device) const;  // -1 when the device has none
+};
+
+MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpRegistry& registry);
+
+}  // namespace weir

@@ -1,0 +1,81 @@
+#include "runtime/plan.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/type_inference.h"
+#include "core/verifier.h"
+#include "ops/register_ops.h"
+#include "runtime/placement.h"
+
+namespace weir {
+
+Plan::Plan(std::unique_ptr<Graph> graph, std::vector<Device> devices, Schedule schedule, MemoryPlan memory,
+           const KernelRegistry& kernels)
+    : graph_(std::move(graph)), devices_(std::move(devices)), schedule_(std::move(schedule)), memory_(std::move(memory)) {
+  for (const ScheduleStep& step : schedule_.steps) {
+    kernels_.push_back(kernels.create(*step.node, step.device.type));
+  }
+  auto add = [&](const Value* value) {
+    if (value == nullptr || value_index_.count(value)) return;
+    value_index_[value] = static_cast<int>(values_.size());
+    values_.push_back(value);
+  };
+  for (const Value* v : graph_->inputs()) add(v);
+  for (const Value* v : graph_->constants()) add(v);
+  for (const Value* v : graph_->persistents()) add(v);
+  for (const ScheduleStep& step : schedule_.steps) {
+    for (const Value* v : step.node->outputs()) add(v);
+  }
+}
+
+int Plan::rank_of(const Device& device) const {
+  auto it = std::find(devices_.begin(), devices_.end(), device);
+  if (it == devices_.end()) throw Error(ErrorKind::kInvalidArgument, device.to_string() + " is not a device of this plan");
+  return static_cast<int>(it - devices_.begin());
+}
+
+std::string Plan::to_string() const {
+  std::ostringstream out;
+  out << "plan '" << graph_->name() << "': " << schedule_.steps.size() << " steps on";
+  for (const Device& d : devices_) out << " " << d.to_string();
+  out << "\n";
+  for (size_t i = 0; i < schedule_.steps.size(); ++i) {
+    const ScheduleStep& step = schedule_.steps[i];
+    const StreamInfo& stream = schedule_.streams[step.stream];
+    out << "#" << i << " " << step.node->name() << " " << step.node->op_type() << " " << step.device.to_string() << "/"
+        << stream.name;
+    if (!step.predecessors.empty()) {
+      out << " after";
+      for (int p : step.predecessors) out << " #" << p;
+    }
+    out << "\n";
+  }
+  out << "memory: " << memory_.planned_values << " values (" << memory_.in_place_values << " in place), "
+      << memory_.total_value_bytes << " bytes without reuse, " << memory_.planned_bytes() << " bytes planned";
+  for (const DeviceArena& arena : memory_.arenas) out << "; " << arena.device.to_string() << " " << arena.bytes;
+  out << "\n";
+  return out.str();
+}
+
+std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& options) {
+  const OpRegistry& ops = options.ops != nullptr ? *options.ops : default_op_registry();
+  const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : default_kernel_registry();
+  std::vector<Device> devices = options.devices.empty() ? std::vector<Device>{options.default_device} : options.devices;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (std::find(devices.begin(), devices.begin() + static_cast<long>(i), devices[i]) != devices.begin() + static_cast<long>(i)) {
+      throw Error(ErrorKind::kInvalidArgument, "device " + devices[i].to_string() + " is listed twice");
+    }
+  }
+  std::unique_ptr<Graph> placed = graph.clone();
+  verify_graph(*placed, ops);
+  infer_graph_types(*placed, ops);
+  place_graph(*placed, devices, options.default_device);
+  Schedule schedule = build_schedule(*placed, devices, ops);
+  MemoryPlan memory = options.plan_memory ? plan_memory(*placed, schedule, ops) : MemoryPlan{};
+  return std::make_shared<const Plan>(std::move(placed), std::move(devices), std::move(schedule), std::move(memory),
+                                      kernels);
+}
+
+}  // namespace weir

@@ -1,0 +1,83 @@
+// Plan — a graph compiled once for running many times: every node placed on
+// a device and a stream, its kernel instantiated, the schedule fixed as data
+// and the memory of intermediate values planned.
+//
+//   weir::CompileOptions options;
+//   options.devices = {weir::Device::cpu(0), weir::Device::cpu(1)};
+//   std::shared_ptr<const weir::Plan> plan = weir::compile(graph, options);
+//   std::cout << plan->to_string();      // the schedule: step, node, device, stream, deps
+//   plan->memory().planned_bytes();      // arena bytes over all devices
+//   weir::Session session(plan);         // runtime/session.h runs it
+//
+// compile() = placement (runtime/placement.h: devices, streams, DeviceCopy
+// where a value crosses devices) → schedule (runtime/schedule.h: one global
+// order that every device's in-order streams follow) → kernels → memory plan
+// (runtime/memory_planner.h). The pass pipeline runs before placement once
+// passes exist.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/device.h"
+#include "core/graph.h"
+#include "core/op_schema.h"
+#include "ops/kernel.h"
+#include "runtime/memory_planner.h"
+#include "runtime/schedule.h"
+
+namespace weir {
+
+struct CompileOptions {
+  // The devices the plan runs on; a node's device annotation must be one of
+  // them. Empty: {default_device}. Device i runs as communicator rank i.
+  std::vector<Device> devices;
+  // Where nodes without a device annotation run.
+  Device default_device = Device::cpu();
+  // Plan intermediate values into one arena per device (offsets, reuse,
+  // in-place). Off: every value is allocated when it is produced.
+  bool plan_memory = true;
+  const OpRegistry* ops = nullptr;           // nullptr: default_op_registry()
+  const KernelRegistry* kernels = nullptr;   // nullptr: default_kernel_registry()
+};
+
+class Plan {
+ public:
+  // Assembles a plan from a placed graph, its schedule and memory plan, and
+  // instantiates the kernels. compile() and the plan-file loader call it.
+  Plan(std::unique_ptr<Graph> graph, std::vector<Device> devices, Schedule schedule, MemoryPlan memory,
+       const KernelRegistry& kernels);
+
+  const Graph& graph() const { return *graph_; }
+  const std::vector<Device>& devices() const { return devices_; }
+  // The communicator rank of `device` (its index in devices()).
+  int rank_of(const Device& device) const;
+  const Schedule& schedule() const { return schedule_; }
+  const MemoryPlan& memory() const { return memory_; }
+  OpKernel& kernel(size_t step) const { return *kernels_.at(step); }
+  // Index of each value among graph().values(), for per-run tables.
+  int value_index(const Value* value) const { return value_index_.at(value); }
+  const std::vector<const Value*>& values() const { return values_; }
+  bool has_collectives() const { return schedule_.has_collectives; }
+
+  // One line per step: "#3 relu1 Relu cpu:0/compute after #1 #2", then the memory plan.
+  std::string to_string() const;
+
+ private:
+  std::unique_ptr<Graph> graph_;
+  std::vector<Device> devices_;
+  Schedule schedule_;
+  MemoryPlan memory_;
+  std::vector<std::unique_ptr<OpKernel>> kernels_;
+  std::vector<const Value*> values_;
+  std::unordered_map<const Value*, int> value_index_;
+};
+
+// Compiles a copy of `graph` (which is left unchanged). Throws weir::Error
+// naming the node for an unknown op, a device outside options.devices, a
+// missing kernel, or collectives that cannot be ordered alike on all devices.
+std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& options = {});
+
+}  // namespace weir

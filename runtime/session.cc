@@ -1,0 +1,470 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+#include "ops/register_ops.h"
+#include "runtime/in_process_communicator.h"
+
+namespace weir {
+
+struct Session::RunState {
+  const RunOptions* options = nullptr;
+  std::vector<Tensor> values;                          // by plan value index
+  std::unique_ptr<std::atomic<int>[]> pending;         // by step: predecessors not yet finished
+  std::unique_ptr<std::atomic<int>[]> uses_left;       // by value index
+  std::vector<char> ready;                             // by step, for in-order streams (mutex_)
+  std::vector<size_t> cursor;                          // by stream (mutex_)
+  std::vector<std::shared_ptr<Storage>> arenas;        // by plan arena
+  int completed = 0;                                   // mutex_
+  int in_flight = 0;                                   // queued or running steps (mutex_)
+  int attached_streams = 0;                            // mutex_
+  bool failed = false;                                 // mutex_
+  std::exception_ptr error;                            // mutex_
+};
+
+namespace {
+
+bool in_arena(const Session::RunState& run, const void* data) {
+  for (const auto& arena : run.arenas) {
+    if (!arena) continue;
+    auto* base = static_cast<const char*>(arena->data());
+    auto* p = static_cast<const char*>(data);
+    if (p >= base && p < base + arena->bytes()) return true;
+  }
+  return false;
+}
+
+bool has_trait(const Node& node, OpTrait trait) {
+  const OpSchema* schema = default_op_registry().find(node.op_type(), node.domain());
+  return schema != nullptr && schema->has(trait);
+}
+
+// The kernel's error with where it happened added: node, device and rank.
+Error located(std::exception_ptr error, const Node& node, const Device& device, int rank, bool several_devices) {
+  std::string where = " (" + node.op_type() + " on " + device.to_string() + ")";
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    Error out(e.kind(), e.message() + where);
+    if (!e.file().empty()) out.with_file(e.file());
+    if (e.rank() >= 0) out.with_rank(e.rank());
+    else if (several_devices) out.with_rank(rank);
+    out.with_node(e.node().empty() ? node.name() : e.node());
+    return out;
+  } catch (const std::bad_alloc&) {
+    return std::move(Error(ErrorKind::kOutOfMemory, "out of memory" + where).with_node(node.name()));
+  } catch (const std::exception& e) {
+    return std::move(Error(ErrorKind::kInternal, std::string(e.what()) + where).with_node(node.name()));
+  } catch (...) {
+    return std::move(Error(ErrorKind::kInternal, "unknown exception" + where).with_node(node.name()));
+  }
+}
+
+void check_feed(const Value& input, const Tensor& tensor) {
+  if (!tensor.defined()) throw Error(ErrorKind::kInvalidArgument, "feed '" + input.name() + "' is an undefined tensor");
+  const TensorType& type = input.type();
+  bool dtype_ok = type.dtype == DType::kUndefined || type.dtype == tensor.dtype();
+  bool shape_ok = !type.shape.has_rank() || type.shape.rank() == tensor.rank();
+  if (shape_ok && type.shape.has_rank()) {
+    for (int64_t axis = 0; axis < tensor.rank(); ++axis) {
+      const Dim& dim = type.shape[static_cast<size_t>(axis)];
+      if (dim.is_static() && dim.size() != tensor.sizes()[static_cast<size_t>(axis)]) shape_ok = false;
+    }
+  }
+  if (!dtype_ok || !shape_ok) {
+    throw Error(ErrorKind::kShape, "feed '" + input.name() + "' is " + tensor.type_string() + ", but the graph input is " +
+                                       type.to_string());
+  }
+  if (tensor.device().type != DeviceType::kCpu) {
+    throw Error(ErrorKind::kInvalidArgument, "feed '" + input.name() + "' must be a host tensor");
+  }
+}
+
+}  // namespace
+
+Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : plan_(std::move(plan)), options_(options) {
+  if (!plan_) throw Error(ErrorKind::kInvalidArgument, "a Session needs a plan");
+  if (options_.inter_op_threads < 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "inter_op_threads must be at least 1, got " + std::to_string(options_.inter_op_threads));
+  }
+  for (const Device& device : plan_->devices()) allocators_.push_back(&device_caching_allocator(device));
+  if (plan_->has_collectives()) make_communicators();
+
+  const Graph& graph = plan_->graph();
+  const auto& values = plan_->values();
+  state_.resize(values.size());
+  release_after_uses_.assign(values.size(), -1);
+  std::vector<bool> is_output(values.size(), false);
+  for (const Value* out : graph.outputs()) is_output[plan_->value_index(out)] = true;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Value* value = values[i];
+    if (value->is_persistent()) {
+      if (value->data().defined()) {
+        state_[i] = value->data().clone();
+      } else if (value->type().dtype != DType::kUndefined && value->shape().has_rank() && value->shape().is_static()) {
+        state_[i] = Tensor(value->dtype(), value->shape().sizes());
+      } else {
+        throw Error(ErrorKind::kInvalidGraph, "persistent value '" + value->name() +
+                                                  "' has no initial tensor and no static type to zero-fill");
+      }
+    }
+    if (value->producer() != nullptr && !is_output[i]) {
+      int uses = 0;
+      for (const Use& use : value->uses()) uses += use.node != nullptr ? 1 : 0;
+      release_after_uses_[i] = uses;
+    }
+  }
+
+  const Schedule& schedule = plan_->schedule();
+  stream_runs_.resize(schedule.streams.size());
+  for (size_t s = 0; s < schedule.streams.size(); ++s) stream_cv_.push_back(std::make_unique<std::condition_variable>());
+  for (int w = 1; w < options_.inter_op_threads; ++w) threads_.emplace_back([this] { worker_loop(); });
+  for (size_t s = 0; s < schedule.streams.size(); ++s) {
+    if (schedule.streams[s].in_order) threads_.emplace_back([this, s] { stream_loop(static_cast<int>(s)); });
+  }
+}
+
+Session::~Session() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  compute_cv_.notify_all();
+  for (auto& cv : stream_cv_) cv->notify_all();
+  for (std::thread& thread : threads_) thread.join();
+}
+
+void Session::make_communicators() {
+  InProcessGroupOptions group;
+  group.timeout = options_.collective_timeout;
+  communicators_ = make_in_process_group(static_cast<int>(plan_->devices().size()), group);
+}
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, const RunOptions& options) {
+  std::unique_lock<std::mutex> serial(collective_run_mutex_, std::defer_lock);
+  if (plan_->has_collectives()) serial.lock();
+
+  const Graph& graph = plan_->graph();
+  const Schedule& schedule = plan_->schedule();
+  const size_t num_steps = schedule.steps.size();
+  RunState run;
+  run.options = &options;
+  run.values.resize(plan_->values().size());
+  for (const auto& [name, tensor] : feeds) {
+    const Value* value = graph.find_value(name);
+    if (value == nullptr || value->kind() != ValueKind::kInput) {
+      std::string inputs;
+      for (const Value* input : graph.inputs()) inputs += (inputs.empty() ? "" : ", ") + input->name();
+      throw Error(ErrorKind::kInvalidArgument, "feed '" + name + "' is not an input of graph '" + graph.name() +
+                                                   "' (inputs: " + inputs + ")");
+    }
+  }
+  for (const Value* input : graph.inputs()) {
+    auto it = feeds.find(input->name());
+    if (it == feeds.end()) throw Error(ErrorKind::kInvalidArgument, "graph input '" + input->name() + "' is not fed");
+    check_feed(*input, it->second);
+    run.values[plan_->value_index(input)] = it->second;
+  }
+  for (const Value* constant : graph.constants()) run.values[plan_->value_index(constant)] = constant->data();
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    for (const Value* persistent : graph.persistents()) {
+      int index = plan_->value_index(persistent);
+      run.values[index] = state_[index];
+    }
+  }
+  run.pending.reset(new std::atomic<int>[num_steps]);
+  for (size_t i = 0; i < num_steps; ++i) run.pending[i] = static_cast<int>(schedule.steps[i].predecessors.size());
+  run.uses_left.reset(new std::atomic<int>[release_after_uses_.size()]);
+  for (size_t i = 0; i < release_after_uses_.size(); ++i) run.uses_left[i] = release_after_uses_[i];
+  run.ready.assign(num_steps, 0);
+  run.cursor.assign(schedule.streams.size(), 0);
+  for (const DeviceArena& arena : plan_->memory().arenas) {
+    int rank = plan_->rank_of(arena.device);
+    run.arenas.push_back(arena.bytes > 0 ? std::make_shared<Storage>(*allocators_[rank], static_cast<size_t>(arena.bytes))
+                                         : nullptr);
+  }
+
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (size_t s = 0; s < schedule.streams.size(); ++s) {
+      if (!schedule.streams[s].in_order) continue;
+      stream_runs_[s].push_back(&run);
+      ++run.attached_streams;
+    }
+    for (size_t i = 0; i < num_steps; ++i) {
+      if (run.pending[i] == 0) make_ready(run, static_cast<int>(i));
+    }
+    // The caller is one of the inter-op threads until its run is over.
+    while (!done(run)) {
+      if (!compute_queue_.empty()) {
+        Task task = compute_queue_.front();
+        compute_queue_.pop_front();
+        lock.unlock();
+        execute(*task.run, task.step);
+        lock.lock();
+        continue;
+      }
+      compute_cv_.wait(lock);
+    }
+  }
+  if (run.failed) {
+    if (!communicators_.empty()) make_communicators();  // the old group was aborted
+    std::rethrow_exception(run.error);
+  }
+  std::vector<Tensor> outputs;
+  for (const Value* output : graph.outputs()) {
+    Tensor tensor = run.values[plan_->value_index(output)];
+    if (!tensor.defined()) {
+      throw Error(ErrorKind::kInternal, "graph output '" + output->name() + "' was not produced").with_node(output->name());
+    }
+    if (in_arena(run, tensor.raw_data())) tensor = tensor.clone();
+    outputs.push_back(std::move(tensor));
+  }
+  return outputs;
+}
+
+bool Session::done(const RunState& run) const {
+  return run.in_flight == 0 && run.attached_streams == 0 &&
+         (run.failed || run.completed == static_cast<int>(plan_->schedule().steps.size()));
+}
+
+void Session::make_ready(RunState& run, int step) {
+  const Schedule& schedule = plan_->schedule();
+  int stream = schedule.steps[step].stream;
+  if (schedule.streams[stream].in_order) {
+    run.ready[step] = 1;
+    stream_cv_[stream]->notify_all();
+  } else {
+    compute_queue_.push_back({&run, step});
+    ++run.in_flight;
+    compute_cv_.notify_one();
+  }
+}
+
+void Session::execute(RunState& run, int step) {
+  bool failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed = run.failed;
+  }
+  if (failed) {
+    finish(run, step, nullptr);
+    return;
+  }
+  thread_local std::string track;
+  if (track.empty()) {
+    static std::atomic<int> next_thread{0};
+    track = "compute #" + std::to_string(next_thread++);
+  }
+  const ScheduleStep& s = plan_->schedule().steps[step];
+  const StreamInfo& stream = plan_->schedule().streams[s.stream];
+  std::exception_ptr error;
+  try {
+    run_step(run, step, stream.in_order ? stream.name : track);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  finish(run, step, error);
+}
+
+void Session::run_step(RunState& run, int step, const std::string& track) {
+  const ScheduleStep& s = plan_->schedule().steps[step];
+  const Node& node = *s.node;
+  int rank = plan_->rank_of(s.device);
+  std::vector<Tensor> inputs;
+  inputs.reserve(node.num_inputs());
+  for (const Value* input : node.inputs()) {
+    inputs.push_back(input != nullptr ? run.values[plan_->value_index(input)] : Tensor());
+  }
+  Allocator& allocator = *allocators_[rank];
+  KernelContext ctx(node, std::move(inputs), allocator);
+  if (!communicators_.empty()) ctx.set_communicator(communicators_[rank].get());
+  const MemoryPlan& memory = plan_->memory();
+  for (size_t o = 0; o < node.num_outputs(); ++o) {
+    const BufferSlot* slot = node.output(o) != nullptr ? memory.find(node.output(o)) : nullptr;
+    if (slot == nullptr || !run.arenas[slot->arena]) continue;
+    const std::shared_ptr<Storage>& arena = run.arenas[slot->arena];
+    ctx.set_planned_output(o, {static_cast<char*>(arena->data()) + slot->offset, static_cast<size_t>(slot->bytes),
+                               slot->in_place, arena});
+  }
+
+  Profiler* profiler = run.options->profiler;
+  int64_t start = profiler != nullptr ? profiler->now_ns() : 0;
+  plan_->kernel(step).compute(ctx);
+  int64_t end = profiler != nullptr ? profiler->now_ns() : 0;
+
+  bool view_op = has_trait(node, OpTrait::kViewOfInput);
+  int64_t bytes = 0;
+  for (size_t o = 0; o < node.num_outputs(); ++o) {
+    const Value* value = node.output(o);
+    if (value == nullptr) continue;
+    Tensor tensor = ctx.output(o);
+    if (!tensor.defined()) {
+      throw Error(ErrorKind::kInternal, "the kernel did not produce output " + std::to_string(o) + " ('" +
+                                            value->name() + "')");
+    }
+    // A kernel may hand back a view of an input that lives in the arena,
+    // where the planner did not expect one: copy it out, since the arena
+    // memory is reused once this step's inputs are dead.
+    const BufferSlot* slot = memory.find(value);
+    bool planned_here = slot != nullptr && run.arenas[slot->arena] &&
+                        tensor.raw_data() == static_cast<char*>(run.arenas[slot->arena]->data()) + slot->offset;
+    if (!planned_here && !(view_op && o == 0) && tensor.nbytes() > 0 && in_arena(run, tensor.raw_data())) {
+      tensor = tensor.clone(allocator);
+    }
+    bytes += static_cast<int64_t>(tensor.nbytes());
+    run.values[plan_->value_index(value)] = std::move(tensor);
+  }
+  if (profiler != nullptr) {
+    const StreamInfo& stream = plan_->schedule().streams[s.stream];
+    profiler->record({node.name(), node.op_type(), s.device.to_string(), stream.name, track, start, end - start, bytes});
+  }
+  // Drop this step's dead inputs, and outputs nobody reads.
+  auto release = [&](const Value* value) {
+    int index = plan_->value_index(value);
+    if (release_after_uses_[index] >= 0 && run.uses_left[index].fetch_sub(1) == 1) run.values[index] = Tensor();
+  };
+  for (const Value* input : node.inputs()) {
+    if (input != nullptr) release(input);
+  }
+  for (const Value* output : node.outputs()) {
+    if (output == nullptr) continue;
+    int index = plan_->value_index(output);
+    if (release_after_uses_[index] == 0) run.values[index] = Tensor();
+  }
+}
+
+void Session::finish(RunState& run, int step, std::exception_ptr error) {
+  const ScheduleStep& s = plan_->schedule().steps[step];
+  std::vector<int> now_ready;
+  if (!error) {
+    for (int next : s.successors) {
+      if (run.pending[next].fetch_sub(1) == 1) now_ready.push_back(next);
+    }
+  }
+  bool abort = false;
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --run.in_flight;
+    if (error) {
+      if (!run.failed) {
+        run.failed = true;
+        Error e = located(error, *s.node, s.device, plan_->rank_of(s.device), plan_->devices().size() > 1);
+        reason = std::string("node '") + s.node->name() + "' on " + s.device.to_string() + " failed: " + e.what();
+        run.error = std::make_exception_ptr(e);
+        abort = !communicators_.empty();
+      }
+    } else {
+      ++run.completed;
+      if (!run.failed) {
+        for (int next : now_ready) make_ready(run, next);
+      }
+    }
+    compute_cv_.notify_all();
+    if (run.failed) {
+      for (auto& cv : stream_cv_) cv->notify_all();
+    }
+  }
+  // Outside the lock: wakes the ranks blocked in collectives, whose steps
+  // then fail and finish too.
+  if (abort) communicators_.front()->abort(reason);
+}
+
+void Session::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    compute_cv_.wait(lock, [&] { return stopping_ || !compute_queue_.empty(); });
+    if (stopping_) return;
+    Task task = compute_queue_.front();
+    compute_queue_.pop_front();
+    lock.unlock();
+    execute(*task.run, task.step);
+    lock.lock();
+  }
+}
+
+void Session::stream_loop(int stream) {
+  const std::vector<int>& steps = plan_->schedule().streams[stream].steps;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    bool progressed = false;
+    std::vector<RunState*>& runs = stream_runs_[stream];
+    for (size_t i = 0; i < runs.size(); ++i) {
+      RunState& run = *runs[i];
+      size_t& cursor = run.cursor[stream];
+      if (run.failed || cursor == steps.size()) {
+        runs.erase(runs.begin() + static_cast<long>(i));
+        --run.attached_streams;
+        compute_cv_.notify_all();
+        progressed = true;
+        break;
+      }
+      int step = steps[cursor];
+      if (run.ready[step]) {
+        ++cursor;
+        ++run.in_flight;
+        lock.unlock();
+        execute(run, step);
+        lock.lock();
+        progressed = true;
+        break;
+      }
+    }
+    if (!progressed) stream_cv_[stream]->wait(lock);
+  }
+}
+
+DeviceMemoryStats Session::memory_stats(const Device& device) const {
+  int rank = plan_->rank_of(device);
+  const CachingAllocator& allocator = *allocators_[rank];
+  DeviceMemoryStats out;
+  out.device = device;
+  out.stats = allocator.stats();
+  out.cached_bytes = allocator.cached_bytes();
+  out.cache_hits = allocator.cache_hits();
+  out.system_allocations = allocator.system_allocations();
+  int arena = plan_->memory().arena_of(device);
+  out.planned_arena_bytes = arena >= 0 ? plan_->memory().arenas[arena].bytes : 0;
+  return out;
+}
+
+void Session::reset_peak_memory() {
+  for (CachingAllocator* allocator : allocators_) allocator->reset_peak();
+}
+
+std::vector<DeviceMemoryStats> Session::memory_stats() const {
+  std::vector<DeviceMemoryStats> all;
+  for (const Device& device : plan_->devices()) all.push_back(memory_stats(device));
+  return all;
+}
+
+Tensor Session::state(const std::string& name) const {
+  const Value* value = plan_->graph().find_value(name);
+  if (value == nullptr || !value->is_persistent()) {
+    throw Error(ErrorKind::kInvalidArgument, "'" + name + "' is not a persistent value of the plan");
+  }
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  return state_[plan_->value_index(value)];
+}
+
+void Session::set_state(const std::string& name, const Tensor& tensor) {
+  const Value* value = plan_->graph().find_value(name);
+  if (value == nullptr || !value->is_persistent()) {
+    throw Error(ErrorKind::kInvalidArgument, "'" + name + "' is not a persistent value of the plan");
+  }
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  Tensor& current = state_[plan_->value_index(value)];
+  if (current.dtype() != tensor.dtype() || current.sizes() != tensor.sizes()) {
+    throw Error(ErrorKind::kShape, "state '" + name + "' is " + current.type_string() + ", not " + tensor.type_string());
+  }
+  current = tensor.clone();
+}
+
+}  // namespace weir

@@ -1,0 +1,127 @@
+// Session — runs a compiled Plan, many times, and holds what lives across
+// runs: persistent values (parameters, optimizer state), per-device caching
+// allocators, the communicators of the plan's devices, and the threads.
+//
+//   auto plan = weir::compile(graph, options);
+//   weir::Session session(plan);
+//   std::vector<weir::Tensor> outputs = session.run({{"x", x}});   // graph outputs, in order
+//   session.memory_stats(weir::Device::cpu(1)).stats.peak_bytes;
+//
+// The executor counts dependencies: a step whose predecessors have finished
+// is ready. Ready compute steps go to one queue served by the inter-op
+// threads (the calling thread is one of them, so the default of one thread
+// runs everything on the caller with no hand-off); each in-order stream
+// ("comm", ...) has its own thread that runs its steps in schedule order, so
+// a blocking collective overlaps the computation of every device. Device i of
+// the plan is rank i of an in-process communicator group.
+//
+// Memory comes from the process's caching allocator of each device
+// (device_caching_allocator), so returned tensors outlive the session; the
+// statistics memory_stats() reports are that allocator's, process-wide.
+//
+// A failing kernel stops the run: no new steps start, blocked collectives
+// are aborted, the steps in flight finish, and run() throws the first error
+// naming the node and device. The session stays usable.
+//
+// Concurrency: run() may be called from several threads at once; each run
+// has its own values and arenas. Runs of a plan with collectives are
+// serialized, because collectives of two runs must not interleave.
+// Persistent values are shared by all runs.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/tensor.h"
+#include "runtime/caching_allocator.h"
+#include "runtime/plan.h"
+#include "runtime/profiler.h"
+
+namespace weir {
+
+struct SessionOptions {
+  // Threads that run compute steps, the calling thread included. The default
+  // (1) leaves the cores to the kernels' intra-op threads (docs/threads.md).
+  int inter_op_threads = 1;
+  // How long a collective waits for the other devices before failing.
+  std::chrono::milliseconds collective_timeout{std::chrono::minutes(2)};
+};
+
+struct RunOptions {
+  Profiler* profiler = nullptr;  // records one event per step when set
+};
+
+struct DeviceMemoryStats {
+  Device device;
+  AllocatorStats stats;           // held by tensors and arenas: in use, peak, allocations
+  int64_t cached_bytes = 0;       // freed blocks kept for reuse
+  int64_t cache_hits = 0;
+  int64_t system_allocations = 0;
+  int64_t planned_arena_bytes = 0;  // the memory plan's arena for this device, per run
+};
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const Plan> plan, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Feeds every graph input (by name) and returns the graph outputs in order.
+  // A missing, unknown, mistyped or misshapen feed is a weir::Error naming it.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds, const RunOptions& options = {});
+
+  const Plan& plan() const { return *plan_; }
+  DeviceMemoryStats memory_stats(const Device& device) const;
+  std::vector<DeviceMemoryStats> memory_stats() const;
+  // Starts the devices' peak statistics afresh (e.g. before a measured run).
+  void reset_peak_memory();
+
+  // Persistent values by name: read, or replace (same dtype and shape).
+  Tensor state(const std::string& name) const;
+  void set_state(const std::string& name, const Tensor& value);
+
+  struct RunState;
+
+ private:
+  struct Task {
+    RunState* run;
+    int step;
+  };
+
+  void make_communicators();
+  void make_ready(RunState& run, int step);  // with mutex_ held
+  void execute(RunState& run, int step);
+  void run_step(RunState& run, int step, const std::string& track);
+  void finish(RunState& run, int step, std::exception_ptr error);
+  bool done(const RunState& run) const;  // with mutex_ held
+  void worker_loop();
+  void stream_loop(int stream);
+
+  std::shared_ptr<const Plan> plan_;
+  SessionOptions options_;
+  std::vector<CachingAllocator*> allocators_;                  // by rank
+  std::vector<std::shared_ptr<Communicator>> communicators_;   // by rank; empty without collectives
+  std::vector<Tensor> state_;                                  // by plan value index; persistent values only
+  mutable std::mutex state_mutex_;
+  std::vector<int> release_after_uses_;                        // by value index; -1: never release
+
+  std::mutex mutex_;
+  std::condition_variable compute_cv_;
+  std::vector<std::unique_ptr<std::condition_variable>> stream_cv_;
+  std::deque<Task> compute_queue_;
+  std::vector<std::vector<RunState*>> stream_runs_;  // runs attached to each in-order stream
+  bool stopping_ = false;
+  std::mutex collective_run_mutex_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace weir

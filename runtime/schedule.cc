@@ -223,6 +223,14 @@ Schedule build_schedule(const Graph& graph, const std::vector<Device>& devices, 
     schedule.has_collectives = schedule.has_collectives || collective;
     std::string name = node->stream();
     if (name.empty()) name = collective ? kCommStream : kComputeStream;
+    if (collective && name == kComputeStream) {
+      // A collective blocks until its peers arrive; on the compute stream it
+      // would hold a thread the peers' computation needs.
+      throw Error(ErrorKind::kInvalidGraph, node->op_type() + " '" + node->name() +
+                                                "' is a collective and cannot run on the compute stream; give it "
+                                                "a communication stream (the default, \"comm\")")
+          .with_node(node->name());
+    }
     auto key = std::make_pair(node->device()->to_string(), name);
     auto [it, inserted] = stream_index.emplace(key, static_cast<int>(schedule.streams.size()));
     if (inserted) schedule.streams.push_back({*node->device(), name, name != kComputeStream, {}});

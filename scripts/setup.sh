@@ -16,6 +16,8 @@ packages=(
   # node tests used as the conformance suite, and python3-onnx whose checker
   # the exporter's tests run on exported models
   libonnx-dev libonnx-testdata python3-onnx
+  # runtime: the compiled plan format (flatc generates its reader)
+  libflatbuffers-dev flatbuffers-compiler
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -100,6 +100,7 @@ TEST(Session, AFailingKernelStopsTheRunAndNamesNodeAndDevice) {
   Session session(compile(*g, options), session_options);
   Tensor data = random_tensor({4, 3}, 2);
   std::string error = error_of([&] { session.run({{"data", data}, {"index", Tensor::from_vector<int64_t>({1, 9}, {2})}}); });
+  std::cout << "error: " << error << "\n";
   EXPECT_NE(error.find("bad_gather"), std::string::npos) << error;
   EXPECT_NE(error.find("cpu:1"), std::string::npos) << error;
   EXPECT_EQ(error.find("timed out"), std::string::npos) << error;
@@ -204,6 +205,12 @@ TEST(Session, PlansThatCannotRunAreRejectedAtCompileTime) {
   g3.add_output(reduce(reduce(z, "b", 1, "b1"), "a", 1, "a1"));
   error = error_of([&] { compile(g3, two); });
   EXPECT_NE(error.find("deadlock"), std::string::npos) << error;
+
+  // A collective on the compute stream would hold a thread its peers need.
+  lonely->set_device(Device::cpu(0));
+  lonely->set_stream("compute");
+  error = error_of([&] { compile(g2); });
+  EXPECT_NE(error.find("cannot run on the compute stream"), std::string::npos) << error;
 }
 
 }  // namespace

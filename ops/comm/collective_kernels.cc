@@ -4,16 +4,11 @@
 #include <memory>
 
 #include "core/error.h"
+#include "ops/dtype_sets.h"
 
 namespace weir {
 
 namespace {
-
-const std::vector<DType> kReducible = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                       DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                       DType::kInt64};
-const std::vector<DType> kAny = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
-                                 DType::kUInt8,   DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kBool};
 
 // What every collective kernel reads from its node once: the tag and the
 // group, and how to reach the group's communicator.
@@ -157,14 +152,14 @@ KernelFactory factory() {
 }  // namespace
 
 void register_collective_cpu_kernels(KernelRegistry& registry) {
-  registry.add("AllReduce", DeviceType::kCpu, kReducible, factory<AllReduceKernel>());
-  registry.add("Broadcast", DeviceType::kCpu, kAny, factory<BroadcastKernel>());
-  registry.add("AllGather", DeviceType::kCpu, kAny, factory<AllGatherKernel>());
-  registry.add("ReduceScatter", DeviceType::kCpu, kReducible, factory<ReduceScatterKernel>());
-  registry.add("Send", DeviceType::kCpu, kAny, factory<SendKernel>());
+  registry.add("AllReduce", DeviceType::kCpu, kNumericDTypes, factory<AllReduceKernel>());
+  registry.add("Broadcast", DeviceType::kCpu, kAnyDTypes, factory<BroadcastKernel>());
+  registry.add("AllGather", DeviceType::kCpu, kAnyDTypes, factory<AllGatherKernel>());
+  registry.add("ReduceScatter", DeviceType::kCpu, kNumericDTypes, factory<ReduceScatterKernel>());
+  registry.add("Send", DeviceType::kCpu, kAnyDTypes, factory<SendKernel>());
   // Recv and Barrier have no inputs: their kernel dtype is that of their
   // output (Recv) or undefined (Barrier).
-  registry.add("Recv", DeviceType::kCpu, kAny, factory<RecvKernel>());
+  registry.add("Recv", DeviceType::kCpu, kAnyDTypes, factory<RecvKernel>());
   registry.add("Barrier", DeviceType::kCpu, {DType::kUndefined}, factory<BarrierKernel>());
 }
 

@@ -2,17 +2,12 @@
 
 #include "core/communicator.h"
 #include "core/error.h"
+#include "ops/dtype_sets.h"
 #include "core/graph.h"
 
 namespace weir {
 
 namespace {
-
-const std::vector<DType> kReducible = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                       DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                       DType::kInt64};
-const std::vector<DType> kAny = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
-                                 DType::kUInt8,   DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kBool};
 
 constexpr OpTrait kCommunicates = OpTrait::kCollective | OpTrait::kSideEffects;
 
@@ -63,7 +58,7 @@ void infer_scaled_axis0(InferenceContext& ctx, bool multiply) {
 
 void register_collective_schemas(OpRegistry& registry) {
   OpSchema all_reduce("AllReduce");
-  collective_attrs(all_reduce.input("X", "T").output("Y", "T").type_constraint("T", kReducible))
+  collective_attrs(all_reduce.input("X", "T").output("Y", "T").type_constraint("T", kNumericDTypes))
       .attr("reduction", AttrType::kString, Attribute(std::string("sum")))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) {
@@ -91,7 +86,7 @@ void register_collective_schemas(OpRegistry& registry) {
   registry.add(std::move(all_reduce));
 
   OpSchema broadcast("Broadcast");
-  collective_attrs(broadcast.input("X", "T").output("Y", "T").type_constraint("T", kAny))
+  collective_attrs(broadcast.input("X", "T").output("Y", "T").type_constraint("T", kAnyDTypes))
       .attr("root", AttrType::kInt, Attribute(int64_t{0}))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) {
@@ -102,14 +97,14 @@ void register_collective_schemas(OpRegistry& registry) {
   registry.add(std::move(broadcast));
 
   OpSchema all_gather("AllGather");
-  collective_attrs(all_gather.input("X", "T").output("Y", "T").type_constraint("T", kAny))
+  collective_attrs(all_gather.input("X", "T").output("Y", "T").type_constraint("T", kAnyDTypes))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) { infer_scaled_axis0(ctx, /*multiply=*/true); })
       .doc("the ranks' inputs concatenated along axis 0 in rank order");
   registry.add(std::move(all_gather));
 
   OpSchema reduce_scatter("ReduceScatter");
-  collective_attrs(reduce_scatter.input("X", "T").output("Y", "T").type_constraint("T", kReducible))
+  collective_attrs(reduce_scatter.input("X", "T").output("Y", "T").type_constraint("T", kNumericDTypes))
       .attr("reduction", AttrType::kString, Attribute(std::string("sum")))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) {
@@ -120,14 +115,14 @@ void register_collective_schemas(OpRegistry& registry) {
   registry.add(std::move(reduce_scatter));
 
   OpSchema send("Send");
-  collective_attrs(send.input("X", "T").type_constraint("T", kAny))
+  collective_attrs(send.input("X", "T").type_constraint("T", kAnyDTypes))
       .required_attr("peer", AttrType::kInt)
       .traits(kCommunicates)
       .doc("hands X to rank `peer`, which runs the matching Recv; returns when it has the data");
   registry.add(std::move(send));
 
   OpSchema recv("Recv");
-  collective_attrs(recv.output("Y", "T").type_constraint("T", kAny))
+  collective_attrs(recv.output("Y", "T").type_constraint("T", kAnyDTypes))
       .required_attr("peer", AttrType::kInt)
       .required_attr("dtype", AttrType::kInt)
       .required_attr("shape", AttrType::kInts)

@@ -3,12 +3,11 @@
 #include <cstring>
 #include <memory>
 
+#include "ops/dtype_sets.h"
+
 namespace weir {
 
 namespace {
-
-const std::vector<DType> kAny = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
-                                 DType::kUInt8,   DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kBool};
 
 // Host to host: virtual CPU devices share memory, but each has its own
 // allocator (and statistics), so the copy lands in the destination's memory.
@@ -26,7 +25,7 @@ class HostCopyKernel final : public OpKernel {
 
 void register_device_copy_schema(OpRegistry& registry) {
   OpSchema copy("DeviceCopy");
-  copy.input("X", "T").output("Y", "T").type_constraint("T", kAny)
+  copy.input("X", "T").output("Y", "T").type_constraint("T", kAnyDTypes)
       .infer([](InferenceContext& ctx) {
         if (const TensorType* x = ctx.input_type(0)) ctx.set_output_type(0, *x);
       })
@@ -40,7 +39,7 @@ void register_device_copy_schema(OpRegistry& registry) {
 }
 
 void register_device_copy_cpu_kernel(KernelRegistry& registry) {
-  registry.add("DeviceCopy", DeviceType::kCpu, kAny,
+  registry.add("DeviceCopy", DeviceType::kCpu, kAnyDTypes,
                [](const Node&) { return std::make_unique<HostCopyKernel>(); });
 }
 

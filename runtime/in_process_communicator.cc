@@ -38,8 +38,8 @@ std::string describe(const std::string& kind, DType dtype, const std::vector<int
 // so that abort() reaches every rank of every group.
 class GroupState : public std::enable_shared_from_this<GroupState> {
  public:
-  GroupState(int size, InProcessGroupOptions options, std::shared_ptr<GroupState> root)
-      : size_(size), options_(options), root_(std::move(root)) {}
+  GroupState(int size, InProcessGroupOptions options, const std::shared_ptr<GroupState>& root)
+      : size_(size), options_(options), root_(root) {}
 
   int size() const { return size_; }
 
@@ -104,7 +104,11 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
   }
 
  private:
-  std::shared_ptr<GroupState> root() { return root_ ? root_ : shared_from_this(); }
+  // The root group, or this group when it is the root or the root is gone.
+  std::shared_ptr<GroupState> root() {
+    std::shared_ptr<GroupState> top = root_.lock();
+    return top ? top : shared_from_this();
+  }
 
   void abort_tree(const std::string& reason) {
     std::vector<std::shared_ptr<GroupState>> children;
@@ -148,7 +152,8 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
 
   int size_;
   InProcessGroupOptions options_;
-  std::shared_ptr<GroupState> root_;  // nullptr for the root group itself
+  // Weak: the root owns its subgroups, so a strong pointer back would be a cycle.
+  std::weak_ptr<GroupState> root_;  // empty for the root group itself
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Round>> open_;

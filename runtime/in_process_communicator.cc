@@ -162,38 +162,30 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
   std::string abort_reason_;
 };
 
-template <typename T>
-void reduce_range(ReduceOp op, const std::vector<Tensor>& deposits, size_t begin, size_t end, T* out) {
-  using C = ComputeType<T>;
-  const size_t n = deposits.size();
-  for (size_t i = begin; i < end; ++i) {
-    C acc = load(deposits[0].data<T>()[i]);
-    for (size_t r = 1; r < n; ++r) {
-      C value = load(deposits[r].data<T>()[i]);
-      switch (op) {
-        case ReduceOp::kSum:
-        case ReduceOp::kAvg: acc = static_cast<C>(acc + value); break;
-        case ReduceOp::kMax: acc = std::max(acc, value); break;
-        case ReduceOp::kMin: acc = std::min(acc, value); break;
-      }
-    }
-    if (op == ReduceOp::kAvg) acc = static_cast<C>(acc / static_cast<C>(n));
-    out[i] = store<T>(acc);
-  }
-}
-
-// Rank `part` of `parts` reduces its slice of the elements into `out`.
+// Reduces elements [offset, offset + count) of the deposits into the same elements of `out`.
 void reduce_slice(ReduceOp op, const std::vector<Tensor>& deposits, Tensor& out, size_t offset, size_t count) {
   dispatch_dtype(out.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw Error(ErrorKind::kUnsupported, "collective reductions over bool tensors are not supported");
     } else {
-      std::vector<Tensor> shifted;
-      shifted.reserve(deposits.size());
-      for (const Tensor& d : deposits) shifted.push_back(d.reshape({d.num_elements()}));
-      T* base = out.data<T>();
-      // reduce_range indexes the deposits by absolute element; out is absolute too.
-      reduce_range<T>(op, shifted, offset, offset + count, base);
+      using C = ComputeType<T>;
+      std::vector<const T*> in;
+      for (const Tensor& d : deposits) in.push_back(d.data<T>());
+      T* result = out.data<T>();
+      for (size_t i = offset; i < offset + count; ++i) {
+        C acc = load(in[0][i]);
+        for (size_t r = 1; r < in.size(); ++r) {
+          C value = load(in[r][i]);
+          switch (op) {
+            case ReduceOp::kSum:
+            case ReduceOp::kAvg: acc = static_cast<C>(acc + value); break;
+            case ReduceOp::kMax: acc = std::max(acc, value); break;
+            case ReduceOp::kMin: acc = std::min(acc, value); break;
+          }
+        }
+        if (op == ReduceOp::kAvg) acc = static_cast<C>(acc / static_cast<C>(in.size()));
+        result[i] = store<T>(acc);
+      }
     }
   });
 }

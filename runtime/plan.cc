@@ -1,6 +1,7 @@
 #include "runtime/plan.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -27,6 +28,15 @@ Plan::Plan(std::unique_ptr<Graph> graph, std::vector<Device> devices, Schedule s
   for (const Value* v : graph_->persistents()) add(v);
   for (const ScheduleStep& step : schedule_.steps) {
     for (const Value* v : step.node->outputs()) add(v);
+  }
+  auto indices = [&](const std::vector<Value*>& list) {
+    std::vector<int> out;
+    for (const Value* v : list) out.push_back(v == nullptr ? -1 : value_index_.at(v));
+    return out;
+  };
+  for (const ScheduleStep& step : schedule_.steps) {
+    step_inputs_.push_back(indices(step.node->inputs()));
+    step_outputs_.push_back(indices(step.node->outputs()));
   }
 }
 
@@ -63,9 +73,10 @@ std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& op
   const OpRegistry& ops = options.ops != nullptr ? *options.ops : default_op_registry();
   const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : default_kernel_registry();
   std::vector<Device> devices = options.devices.empty() ? std::vector<Device>{options.default_device} : options.devices;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (std::find(devices.begin(), devices.begin() + static_cast<long>(i), devices[i]) != devices.begin() + static_cast<long>(i)) {
-      throw Error(ErrorKind::kInvalidArgument, "device " + devices[i].to_string() + " is listed twice");
+  std::set<std::string> seen;
+  for (const Device& device : devices) {
+    if (!seen.insert(device.to_string()).second) {
+      throw Error(ErrorKind::kInvalidArgument, "device " + device.to_string() + " is listed twice");
     }
   }
   std::unique_ptr<Graph> placed = graph.clone();

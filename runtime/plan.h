@@ -60,6 +60,9 @@ class Plan {
   // Index of each value among graph().values(), for per-run tables.
   int value_index(const Value* value) const { return value_index_.at(value); }
   const std::vector<const Value*>& values() const { return values_; }
+  // Value indices of a step's inputs and outputs; -1 where absent.
+  const std::vector<int>& step_inputs(size_t step) const { return step_inputs_[step]; }
+  const std::vector<int>& step_outputs(size_t step) const { return step_outputs_[step]; }
   bool has_collectives() const { return schedule_.has_collectives; }
 
   // One line per step: "#3 relu1 Relu cpu:0/compute after #1 #2", then the memory plan.
@@ -73,6 +76,8 @@ class Plan {
   std::vector<std::unique_ptr<OpKernel>> kernels_;
   std::vector<const Value*> values_;
   std::unordered_map<const Value*, int> value_index_;
+  std::vector<std::vector<int>> step_inputs_;
+  std::vector<std::vector<int>> step_outputs_;
 };
 
 // Compiles a copy of `graph` (which is left unchanged). Throws weir::Error

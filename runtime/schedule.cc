@@ -237,6 +237,9 @@ Schedule build_schedule(const Graph& graph, const std::vector<Device>& devices, 
     ScheduleStep step;
     step.node = node;
     step.device = *node->device();
+    step.rank = rank_of(devices, step.device);
+    const OpSchema* schema = registry.find(node->op_type(), node->domain());
+    step.output_views_input = schema != nullptr && schema->has(OpTrait::kViewOfInput);
     step.stream = it->second;
     step.predecessors = predecessors_in_graph(node, index);
     for (int p : step.predecessors) {

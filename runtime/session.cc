@@ -6,7 +6,6 @@
 #include <new>
 
 #include "core/error.h"
-#include "ops/register_ops.h"
 #include "runtime/in_process_communicator.h"
 
 namespace weir {
@@ -22,7 +21,7 @@ struct Session::RunState {
   int completed = 0;                                   // mutex_
   int in_flight = 0;                                   // queued or running steps (mutex_)
   int attached_streams = 0;                            // mutex_
-  bool failed = false;                                 // mutex_
+  std::atomic<bool> failed{false};                     // set under mutex_, read anywhere
   std::exception_ptr error;                            // mutex_
 };
 
@@ -36,11 +35,6 @@ bool in_arena(const Session::RunState& run, const void* data) {
     if (p >= base && p < base + arena->bytes()) return true;
   }
   return false;
-}
-
-bool has_trait(const Node& node, OpTrait trait) {
-  const OpSchema* schema = default_op_registry().find(node.op_type(), node.domain());
-  return schema != nullptr && schema->has(trait);
 }
 
 // The kernel's error with where it happened added: node, device and rank.
@@ -248,12 +242,7 @@ void Session::make_ready(RunState& run, int step) {
 }
 
 void Session::execute(RunState& run, int step) {
-  bool failed;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    failed = run.failed;
-  }
-  if (failed) {
+  if (run.failed) {
     finish(run, step, nullptr);
     return;
   }
@@ -276,12 +265,12 @@ void Session::execute(RunState& run, int step) {
 void Session::run_step(RunState& run, int step, const std::string& track) {
   const ScheduleStep& s = plan_->schedule().steps[step];
   const Node& node = *s.node;
-  int rank = plan_->rank_of(s.device);
+  const int rank = s.rank;
+  const std::vector<int>& input_indices = plan_->step_inputs(step);
+  const std::vector<int>& output_indices = plan_->step_outputs(step);
   std::vector<Tensor> inputs;
-  inputs.reserve(node.num_inputs());
-  for (const Value* input : node.inputs()) {
-    inputs.push_back(input != nullptr ? run.values[plan_->value_index(input)] : Tensor());
-  }
+  inputs.reserve(input_indices.size());
+  for (int index : input_indices) inputs.push_back(index >= 0 ? run.values[index] : Tensor());
   Allocator& allocator = *allocators_[rank];
   KernelContext ctx(node, std::move(inputs), allocator);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[rank].get());
@@ -299,7 +288,6 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   plan_->kernel(step).compute(ctx);
   int64_t end = profiler != nullptr ? profiler->now_ns() : 0;
 
-  bool view_op = has_trait(node, OpTrait::kViewOfInput);
   int64_t bytes = 0;
   for (size_t o = 0; o < node.num_outputs(); ++o) {
     const Value* value = node.output(o);
@@ -315,28 +303,24 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
     const BufferSlot* slot = memory.find(value);
     bool planned_here = slot != nullptr && run.arenas[slot->arena] &&
                         tensor.raw_data() == static_cast<char*>(run.arenas[slot->arena]->data()) + slot->offset;
-    if (!planned_here && !(view_op && o == 0) && tensor.nbytes() > 0 && in_arena(run, tensor.raw_data())) {
+    if (!planned_here && !(s.output_views_input && o == 0) && tensor.nbytes() > 0 && in_arena(run, tensor.raw_data())) {
       tensor = tensor.clone(allocator);
     }
     bytes += static_cast<int64_t>(tensor.nbytes());
-    run.values[plan_->value_index(value)] = std::move(tensor);
+    run.values[output_indices[o]] = std::move(tensor);
   }
   if (profiler != nullptr) {
     const StreamInfo& stream = plan_->schedule().streams[s.stream];
     profiler->record({node.name(), node.op_type(), s.device.to_string(), stream.name, track, start, end - start, bytes});
   }
   // Drop this step's dead inputs, and outputs nobody reads.
-  auto release = [&](const Value* value) {
-    int index = plan_->value_index(value);
-    if (release_after_uses_[index] >= 0 && run.uses_left[index].fetch_sub(1) == 1) run.values[index] = Tensor();
-  };
-  for (const Value* input : node.inputs()) {
-    if (input != nullptr) release(input);
+  for (int index : input_indices) {
+    if (index >= 0 && release_after_uses_[index] >= 0 && run.uses_left[index].fetch_sub(1) == 1) {
+      run.values[index] = Tensor();
+    }
   }
-  for (const Value* output : node.outputs()) {
-    if (output == nullptr) continue;
-    int index = plan_->value_index(output);
-    if (release_after_uses_[index] == 0) run.values[index] = Tensor();
+  for (int index : output_indices) {
+    if (index >= 0 && release_after_uses_[index] == 0) run.values[index] = Tensor();
   }
 }
 
@@ -356,7 +340,7 @@ void Session::finish(RunState& run, int step, std::exception_ptr error) {
     if (error) {
       if (!run.failed) {
         run.failed = true;
-        Error e = located(error, *s.node, s.device, plan_->rank_of(s.device), plan_->devices().size() > 1);
+        Error e = located(error, *s.node, s.device, s.rank, plan_->devices().size() > 1);
         reason = std::string("node '") + s.node->name() + "' on " + s.device.to_string() + " failed: " + e.what();
         run.error = std::make_exception_ptr(e);
         abort = !communicators_.empty();

@@ -44,12 +44,10 @@ DataParallelRun run_data_parallel(const Tensor& x, const Tensor& labels) {
     std::string prefix = "r" + std::to_string(r) + "/";
     Value* xr = g.add_input(prefix + "x", {DType::kFloat32, Shape{quarter, kIn}});
     Value* lr = g.add_input(prefix + "labels", {DType::kInt64, Shape{quarter}});
-    size_t before = g.num_nodes();
     Value* loss = add_mlp_loss(g, params, xr, lr, prefix);
     for (Node* node : g.nodes()) {
       if (!node->device()) node->set_device(Device::cpu(r));
     }
-    (void)before;
     std::vector<Value*> grads = append_gradients(g, loss, wrt);
     for (size_t p = 0; p < grads.size(); ++p) {
       Node* reduce = g.add_node("AllReduce", {grads[p]}, 1,

@@ -22,11 +22,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "core/allocator.h"
+#include <optional>
+
 #include "core/communicator.h"
 #include "core/device.h"
 #include "core/graph.h"
@@ -61,6 +64,13 @@ class KernelContext {
   Communicator* communicator() const { return communicator_; }
   void set_communicator(Communicator* communicator) { communicator_ = communicator; }
 
+  // The run's random stream: a runtime that owns RNG state (a Session) gives
+  // every kernel of one run the same counter and advances it per run, so
+  // random ops replay exactly from a saved state. Unset outside such a
+  // runtime; random kernels then count their own runs.
+  std::optional<uint64_t> rng_counter() const { return rng_counter_; }
+  void set_rng_counter(uint64_t counter) { rng_counter_ = counter; }
+
   // Memory the runtime's memory planner set aside for output `index`:
   // allocate_output() places the output there when it fits. When `aliases_input`
   // (in-place execution) a zero-filled output is not placed there, because
@@ -82,6 +92,7 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   Allocator& allocator_;
   Communicator* communicator_ = nullptr;
+  std::optional<uint64_t> rng_counter_;
   std::vector<PlannedBuffer> planned_;
 };
 

@@ -12,6 +12,7 @@ namespace weir {
 
 struct Session::RunState {
   const RunOptions* options = nullptr;
+  uint64_t rng_counter = 0;                            // the session's RNG counter when the run began
   std::vector<Tensor> values;                          // by plan value index
   std::unique_ptr<std::atomic<int>[]> pending;         // by step: predecessors not yet finished
   std::unique_ptr<std::atomic<int>[]> uses_left;       // by value index
@@ -148,6 +149,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, con
   const size_t num_steps = schedule.steps.size();
   RunState run;
   run.options = &options;
+  run.rng_counter = rng_counter_.fetch_add(1);
   run.values.resize(plan_->values().size());
   for (const auto& [name, tensor] : feeds) {
     const Value* value = graph.find_value(name);
@@ -274,6 +276,7 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   Allocator& allocator = *allocators_[rank];
   KernelContext ctx(node, std::move(inputs), allocator);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[rank].get());
+  ctx.set_rng_counter(run.rng_counter);
   const MemoryPlan& memory = plan_->memory();
   for (size_t o = 0; o < node.num_outputs(); ++o) {
     const BufferSlot* slot = node.output(o) != nullptr ? memory.find(node.output(o)) : nullptr;

@@ -29,6 +29,7 @@
 // Persistent values are shared by all runs.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -89,6 +90,12 @@ class Session {
   Tensor state(const std::string& name) const;
   void set_state(const std::string& name, const Tensor& value);
 
+  // The RNG counter the next run gives random kernels (Dropout); it
+  // advances by one per run. Checkpoints save it so a resumed run draws the
+  // same masks as an uninterrupted one.
+  uint64_t rng_state() const { return rng_counter_.load(); }
+  void set_rng_state(uint64_t counter) { rng_counter_.store(counter); }
+
   struct RunState;
 
  private:
@@ -112,6 +119,7 @@ class Session {
   std::vector<std::shared_ptr<Communicator>> communicators_;   // by rank; empty without collectives
   std::vector<Tensor> state_;                                  // by plan value index; persistent values only
   mutable std::mutex state_mutex_;
+  std::atomic<uint64_t> rng_counter_{0};
   std::vector<int> release_after_uses_;                        // by value index; -1: never release
 
   std::mutex mutex_;

@@ -18,6 +18,9 @@ packages=(
   libonnx-dev libonnx-testdata python3-onnx
   # runtime: the compiled plan format (flatc generates its reader)
   libflatbuffers-dev flatbuffers-compiler
+  # frontend: gzip'ed IDX datasets and .npz files (zlib), the Fashion-MNIST data the
+  # demo and the training tests use, CLI11 for graph-runner
+  zlib1g-dev dataset-fashion-mnist libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -55,7 +55,7 @@ class DropoutKernel final : public OpKernel {
       }
       return;
     }
-    uint64_t run = runs_.fetch_add(1);
+    uint64_t run = ctx.rng_counter().value_or(runs_.fetch_add(1));
     uint64_t stream = mix(seed_ ^ mix(run + 0x9E3779B97F4A7C15ULL));
     // keep when the top 53 bits, as a fraction in [0, 1), are >= ratio
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);

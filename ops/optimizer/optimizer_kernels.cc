@@ -1,6 +1,7 @@
 #include "ops/optimizer/optimizer_kernels.h"
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "ops/dtype_dispatch.h"
@@ -179,6 +180,20 @@ class ClipByGlobalNormKernel final : public OpKernel {
 
 }  // namespace
 
+// Assign(target, value): target's memory gets value's bytes.
+class AssignKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    const Tensor& target = ctx.input(0);
+    const Tensor& value = ctx.input(1);
+    if (target.dtype() != value.dtype() || target.sizes() != value.sizes()) {
+      ctx.fail("value " + value.type_string() + " does not match the target " + target.type_string());
+    }
+    if (target.raw_data() != value.raw_data()) std::memcpy(target.raw_data(), value.raw_data(), value.nbytes());
+    ctx.set_output(0, target);
+  }
+};
+
 void register_optimizer_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64};
   auto add = [&](const char* op, Rule rule) {
@@ -189,6 +204,8 @@ void register_optimizer_cpu_kernels(KernelRegistry& registry) {
   add("Adam", Rule::kAdam);
   add("AdamW", Rule::kAdamW);
   add("LAMB", Rule::kLamb);
+  registry.add("Assign", DeviceType::kCpu, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16},
+               [](const Node&) { return std::make_unique<AssignKernel>(); });
   registry.add("ClipByGlobalNorm", DeviceType::kCpu,
                {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16},
                [](const Node& node) { return std::make_unique<ClipByGlobalNormKernel>(node); });

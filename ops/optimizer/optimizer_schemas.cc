@@ -70,6 +70,23 @@ void register_optimizer_schemas(OpRegistry& registry) {
                      .attr("epsilon", AttrType::kFloat, Attribute(op == "LAMB" ? 1e-6 : 1e-8)));
   }
 
+  OpSchema assign("Assign");
+  assign.input("target", "T").input("value", "T").output("target_out", "T")
+      .type_constraint("T", kScalarTypes)
+      .traits(OpTrait::kSideEffects | OpTrait::kStateful)
+      .infer([](InferenceContext& ctx) {
+        const TensorType* target = ctx.input_type(0);
+        const TensorType* value = ctx.input_type(1);
+        if (target == nullptr) return;
+        if (value != nullptr && value->shape.is_static() && target->shape.is_static() && value->shape != target->shape) {
+          ctx.fail("value has shape " + value->shape.to_string() + "; the target has " + target->shape.to_string());
+        }
+        ctx.set_output_type(0, *target);
+      })
+      .doc("copies value into target (a persistent value) in place, e.g. BatchNormalization's running statistics; "
+           "the output aliases target");
+  registry.add(std::move(assign));
+
   OpSchema clip("ClipByGlobalNorm");
   clip.input("grads", "T", Arity::kVariadic)
       .output("clipped", "T", Arity::kVariadic)

@@ -1,0 +1,149 @@
+#include "frontend/data/data_loader.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace weir {
+
+namespace {
+
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+TensorDataset::TensorDataset(std::vector<Tensor> fields) : fields_(std::move(fields)) {
+  if (fields_.empty()) throw Error(ErrorKind::kInvalidArgument, "TensorDataset needs at least one field");
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    if (fields_[i].rank() == 0) {
+      throw Error(ErrorKind::kInvalidArgument, "TensorDataset field " + std::to_string(i) + " is a scalar; examples run along axis 0");
+    }
+    int64_t n = fields_[i].sizes()[0];
+    if (i == 0) size_ = n;
+    if (n != size_) {
+      throw Error(ErrorKind::kInvalidArgument, "TensorDataset field " + std::to_string(i) + " has " + std::to_string(n) +
+                                                   " examples; field 0 has " + std::to_string(size_));
+    }
+  }
+}
+
+std::vector<Tensor> TensorDataset::batch(const std::vector<int64_t>& indices) const {
+  std::vector<Tensor> out;
+  for (const Tensor& field : fields_) {
+    std::vector<int64_t> sizes = field.sizes();
+    sizes[0] = static_cast<int64_t>(indices.size());
+    Tensor b = Tensor::uninitialized(field.dtype(), sizes);
+    size_t row = size_ > 0 ? field.nbytes() / static_cast<size_t>(size_) : 0;
+    const char* src = static_cast<const char*>(field.raw_data());
+    char* dst = static_cast<char*>(b.raw_data());
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] < 0 || indices[i] >= size_) {
+        throw Error(ErrorKind::kInvalidArgument, "example index " + std::to_string(indices[i]) + " is out of range [0, " +
+                                                     std::to_string(size_) + ")");
+      }
+      std::memcpy(dst + i * row, src + static_cast<size_t>(indices[i]) * row, row);
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(options) {
+  if (!dataset_) throw Error(ErrorKind::kInvalidArgument, "DataLoader: no dataset");
+  if (options_.batch_size <= 0) throw Error(ErrorKind::kInvalidArgument, "DataLoader: batch size must be positive");
+  if (options_.num_workers < 1) options_.num_workers = 1;
+  if (options_.queue_depth < 1) options_.queue_depth = 1;
+}
+
+DataLoader::~DataLoader() { stop(); }
+
+int64_t DataLoader::batches_per_epoch() const {
+  int64_t n = dataset_->size(), b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
+  std::vector<int64_t> order(static_cast<size_t>(dataset_->size()));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  if (!options_.shuffle) return order;
+  // Fisher-Yates with a fixed generator recipe, so the order is the same on
+  // every platform (std::shuffle's is not specified).
+  uint64_t state = mix(options_.seed ^ mix(static_cast<uint64_t>(epoch)));
+  for (size_t i = order.size(); i > 1; --i) {
+    state = mix(state);
+    size_t j = static_cast<size_t>(state % i);
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+void DataLoader::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  stopping_ = false;
+  queues_.clear();
+  error_ = nullptr;
+}
+
+void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
+  stop();
+  order_ = epoch_order(epoch);
+  end_batch_ = batches_per_epoch();
+  first_batch_ = std::min(std::max<int64_t>(first_batch, 0), end_batch_);
+  next_batch_ = first_batch_;
+  queues_.assign(static_cast<size_t>(options_.num_workers), Queue{});
+  for (int w = 0; w < options_.num_workers; ++w) {
+    threads_.emplace_back([this, w] { worker(w, first_batch_ + w, end_batch_); });
+  }
+}
+
+void DataLoader::worker(int index, int64_t first, int64_t end) {
+  const int64_t stride = options_.num_workers;
+  for (int64_t b = first; b < end; b += stride) {
+    std::vector<Tensor> batch;
+    try {
+      int64_t begin = b * options_.batch_size;
+      int64_t stop_at = std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
+      std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + stop_at);
+      batch = dataset_->batch(indices);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      cv_.notify_all();
+      return;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    Queue& queue = queues_[static_cast<size_t>(index)];
+    cv_.wait(lock, [&] { return stopping_ || static_cast<int>(queue.batches.size()) < options_.queue_depth; });
+    if (stopping_) return;
+    queue.batches.push_back(std::move(batch));
+    cv_.notify_all();
+  }
+}
+
+std::optional<std::vector<Tensor>> DataLoader::next() {
+  if (next_batch_ >= end_batch_) return std::nullopt;
+  std::unique_lock<std::mutex> lock(mutex_);
+  Queue& queue = queues_[static_cast<size_t>((next_batch_ - first_batch_) % options_.num_workers)];
+  cv_.wait(lock, [&] { return !queue.batches.empty() || error_ != nullptr; });
+  if (queue.batches.empty()) std::rethrow_exception(error_);
+  std::vector<Tensor> batch = std::move(queue.batches.front());
+  queue.batches.pop_front();
+  ++next_batch_;
+  cv_.notify_all();
+  return batch;
+}
+
+}  // namespace weir

@@ -1,0 +1,98 @@
+// Datasets and the data loader: shuffled batches assembled by reader
+// threads, each feeding its own bounded queue.
+//
+//   auto data = std::make_shared<weir::TensorDataset>(std::vector<weir::Tensor>{images, labels});
+//   weir::DataLoader loader(data, {.batch_size = 64, .shuffle = true, .seed = 7, .num_workers = 2});
+//   loader.start_epoch(0);
+//   while (auto batch = loader.next()) { /* (*batch)[0]: images, (*batch)[1]: labels */ }
+//
+// Batch b of an epoch is assembled by worker b % num_workers into that
+// worker's queue, and next() takes the batches in order from the queues in
+// turn, so the sequence of batches depends only on (seed, epoch), never on
+// thread timing. start_epoch(e, k) resumes epoch e at its k-th batch (what a
+// checkpoint restore does).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace weir {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  // The examples at `indices`, stacked along a new first axis, one tensor per field.
+  virtual std::vector<Tensor> batch(const std::vector<int64_t>& indices) const = 0;
+};
+
+// Fields held in memory, examples along axis 0 of each.
+class TensorDataset final : public Dataset {
+ public:
+  explicit TensorDataset(std::vector<Tensor> fields);
+  int64_t size() const override { return size_; }
+  std::vector<Tensor> batch(const std::vector<int64_t>& indices) const override;
+  const std::vector<Tensor>& fields() const { return fields_; }
+
+ private:
+  std::vector<Tensor> fields_;
+  int64_t size_ = 0;
+};
+
+struct DataLoaderOptions {
+  int64_t batch_size = 64;
+  bool shuffle = true;
+  bool drop_last = true;  // a final partial batch is dropped (graphs have a static batch size)
+  uint64_t seed = 0;
+  int num_workers = 2;
+  int queue_depth = 4;  // batches each worker may have ready
+};
+
+class DataLoader {
+ public:
+  DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  int64_t batches_per_epoch() const;
+  const DataLoaderOptions& options() const { return options_; }
+  // The example order of `epoch`: a seeded permutation (identity without shuffling).
+  std::vector<int64_t> epoch_order(int64_t epoch) const;
+
+  void start_epoch(int64_t epoch, int64_t first_batch = 0);
+  // The next batch, or nullopt at the end of the epoch. A worker's error is rethrown here.
+  std::optional<std::vector<Tensor>> next();
+
+ private:
+  struct Queue {
+    std::deque<std::vector<Tensor>> batches;
+  };
+  void stop();
+  void worker(int index, int64_t first_batch, int64_t end_batch);
+
+  std::shared_ptr<const Dataset> dataset_;
+  DataLoaderOptions options_;
+  std::vector<int64_t> order_;
+  int64_t next_batch_ = 0;
+  int64_t end_batch_ = 0;
+  int64_t first_batch_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Queue> queues_;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace weir

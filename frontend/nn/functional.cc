@@ -1,0 +1,93 @@
+#include "frontend/nn/functional.h"
+
+namespace weir::nn {
+
+namespace {
+
+GraphBuilder* builder_of(Var x) { return x.builder(); }
+
+Var unary(const char* op_type, Var x, std::map<std::string, Attribute> attributes = {}) {
+  GraphBuilder* b = builder_of(x);
+  return b != nullptr ? b->op(op_type, {x}, std::move(attributes)) : Var();
+}
+
+Attribute ints_attr(std::vector<int64_t> values) { return Attribute(std::move(values)); }
+
+Var pool(const char* op_type, Var x, int64_t kernel, int64_t stride, int64_t padding) {
+  return unary(op_type, x,
+               {{"kernel_shape", ints_attr({kernel, kernel})},
+                {"strides", ints_attr({stride, stride})},
+                {"pads", ints_attr({padding, padding, padding, padding})}});
+}
+
+}  // namespace
+
+Var matmul(Var a, Var b) {
+  GraphBuilder* builder = a.builder() != nullptr ? a.builder() : b.builder();
+  return builder != nullptr ? builder->op("MatMul", {a, b}) : Var();
+}
+
+Var relu(Var x) { return unary("Relu", x); }
+Var gelu(Var x) { return unary("Gelu", x); }
+Var tanh(Var x) { return unary("Tanh", x); }
+Var sigmoid(Var x) { return unary("Sigmoid", x); }
+Var softmax(Var x, int64_t axis) { return unary("Softmax", x, {{"axis", Attribute(axis)}}); }
+Var log_softmax(Var x, int64_t axis) { return unary("LogSoftmax", x, {{"axis", Attribute(axis)}}); }
+
+Var reshape(Var x, const std::vector<int64_t>& shape) {
+  GraphBuilder* b = builder_of(x);
+  return b != nullptr ? b->op("Reshape", {x, b->ints(shape)}) : Var();
+}
+
+Var flatten(Var x, int64_t axis) { return unary("Flatten", x, {{"axis", Attribute(axis)}}); }
+Var transpose(Var x, const std::vector<int64_t>& perm) { return unary("Transpose", x, {{"perm", ints_attr(perm)}}); }
+
+Var concat(const std::vector<Var>& xs, int64_t axis) {
+  if (xs.empty() || xs.front().builder() == nullptr) return {};
+  return xs.front().builder()->op("Concat", xs, {{"axis", Attribute(axis)}});
+}
+
+Var max_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding) {
+  return pool("MaxPool", x, kernel, stride, padding);
+}
+Var avg_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding) {
+  return pool("AveragePool", x, kernel, stride, padding);
+}
+Var global_avg_pool(Var x) { return unary("GlobalAveragePool", x); }
+
+Var reduce_mean(Var x, const std::vector<int64_t>& axes, bool keepdims) {
+  return unary("ReduceMean", x, {{"axes", ints_attr(axes)}, {"keepdims", Attribute(int64_t{keepdims})}});
+}
+Var reduce_sum(Var x, const std::vector<int64_t>& axes, bool keepdims) {
+  return unary("ReduceSum", x, {{"axes", ints_attr(axes)}, {"keepdims", Attribute(int64_t{keepdims})}});
+}
+
+Var cross_entropy(Var logits, Var labels) {
+  GraphBuilder* b = builder_of(logits);
+  return b != nullptr ? b->op("SoftmaxCrossEntropyLoss", {logits, labels}, {{"reduction", Attribute(std::string("mean"))}})
+                      : Var();
+}
+
+Var mse(Var prediction, Var target) {
+  GraphBuilder* b = builder_of(prediction);
+  return b != nullptr ? b->op("MeanSquaredError", {prediction, target}) : Var();
+}
+
+Var dropout(Var x, double ratio, bool training) {
+  GraphBuilder* b = builder_of(x);
+  if (b == nullptr || !training || ratio == 0) return x;
+  Tensor r(x.dtype() == DType::kUndefined ? DType::kFloat32 : x.dtype(), {});
+  if (r.dtype() == DType::kFloat64) {
+    r.data<double>()[0] = ratio;
+  } else if (r.dtype() == DType::kFloat32) {
+    r.data<float>()[0] = static_cast<float>(ratio);
+  } else {
+    b->fail(ErrorKind::kUnsupported, "dropout: input '" + x.name() + "' must be f32 or f64, got " + x.type().to_string());
+    return {};
+  }
+  Var ratio_value = b->constant(r, "dropout_ratio");
+  Var on = b->constant(Tensor::scalar<bool>(true), "training");
+  return b->op("Dropout", {x, ratio_value, on}, 2, {{"seed", Attribute(b->next_op_seed())}}).front();
+}
+
+}  // namespace weir::nn

@@ -1,0 +1,56 @@
+// Optimizers as graph rewrites: minimize() differentiates the loss (the
+// autodiff pass) and appends one update node per parameter (SGD, Momentum,
+// Adam, AdamW or LAMB ops, which write the parameter and its state in
+// place), so a whole training step is one static graph.
+//
+//   weir::OptimizerConfig adam{.kind = weir::OptimizerKind::kAdam};
+//   weir::TrainingGraph step = weir::minimize(graph, "loss", adam);
+//   // feeds per run: the model's inputs, step.lr_input (f32 scalar) and,
+//   // for Adam/AdamW/LAMB, step.step_input (int64 scalar, 1 for the first update)
+//
+// Optimizer state (velocity, moments) are persistent values with the
+// optimizer-state role named "<parameter>/velocity", "/m", "/v". Every other
+// reader of a parameter runs before its update (control edges), so the
+// forward and backward passes see the weights of this step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/op_schema.h"
+
+namespace weir {
+
+enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdamW, kLamb };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kAdam;
+  double weight_decay = 0.0;    // L2 for SGD/Momentum/Adam; decoupled for AdamW/LAMB
+  double momentum = 0.9;        // Momentum
+  bool nesterov = false;        // Momentum
+  double beta1 = 0.9, beta2 = 0.999;
+  double epsilon = 0.0;         // 0: the op's default (1e-8; LAMB 1e-6)
+  double clip_global_norm = 0;  // > 0: gradients scaled to this global L2 norm at most
+};
+
+// "sgd", "momentum", "adam", "adamw", "lamb"; throws naming the choices otherwise.
+OptimizerKind parse_optimizer_kind(const std::string& name);
+std::string optimizer_kind_name(OptimizerKind kind);
+
+struct TrainingGraph {
+  std::string loss;
+  std::string lr_input = "lr";
+  std::string step_input;                // empty when the optimizer needs no step
+  std::vector<std::string> parameters;   // updated, in graph order
+  std::vector<std::string> frozen;       // parameters the loss does not depend on (not updated)
+  std::vector<std::string> optimizer_state;
+};
+
+// Appends the backward graph and the updates for every parameter. The loss
+// must be a scalar; it stays (or becomes) the graph's first output.
+TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
+                       const OpRegistry& registry);
+TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config);
+
+}  // namespace weir

@@ -1,0 +1,104 @@
+#include "frontend/train/trainer.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "frontend/train/checkpoint.h"
+#include "frontend/train/progress.h"
+
+namespace weir {
+
+Trainer::Trainer(Session& session, TrainingGraph graph, DataLoader& loader, TrainerOptions options)
+    : session_(session), graph_(std::move(graph)), loader_(loader), options_(std::move(options)) {
+  const Graph& g = session_.plan().graph();
+  for (const std::string& feed : options_.feeds) {
+    const Value* v = g.find_value(feed);
+    if (v == nullptr || v->kind() != ValueKind::kInput) {
+      throw Error(ErrorKind::kInvalidArgument, "trainer: '" + feed + "' is not an input of graph '" + g.name() + "'");
+    }
+  }
+  if (loader_.batches_per_epoch() == 0) {
+    throw Error(ErrorKind::kInvalidArgument, "trainer: the dataset has fewer examples than one batch");
+  }
+}
+
+int64_t Trainer::epoch() const { return step_ / loader_.batches_per_epoch(); }
+
+TrainStats Trainer::run_epochs(int64_t epochs) {
+  int64_t per_epoch = loader_.batches_per_epoch();
+  int64_t target = (epoch() + epochs) * per_epoch;
+  return run_steps(target - step_);
+}
+
+TrainStats Trainer::run_steps(int64_t steps) {
+  TrainStats stats;
+  const int64_t per_epoch = loader_.batches_per_epoch();
+  const int64_t end = step_ + steps;
+  std::ostream* log = options_.log;
+  Progress progress(log != nullptr ? *log : std::cerr, end, "train", options_.progress_terminal);
+  double loss_sum = 0;
+  auto start = std::chrono::steady_clock::now();
+  while (step_ < end) {
+    if (loader_step_ != step_ || step_ % per_epoch == 0) {
+      loader_.start_epoch(step_ / per_epoch, step_ % per_epoch);
+      loader_step_ = step_;
+    }
+    std::optional<std::vector<Tensor>> batch = loader_.next();
+    if (!batch) throw Error(ErrorKind::kInternal, "trainer: the data loader ended early at step " + std::to_string(step_));
+    if (batch->size() < options_.feeds.size()) {
+      throw Error(ErrorKind::kInvalidArgument, "trainer: batches have " + std::to_string(batch->size()) +
+                                                   " fields; the feeds name " + std::to_string(options_.feeds.size()));
+    }
+    std::map<std::string, Tensor> feeds;
+    for (size_t i = 0; i < options_.feeds.size(); ++i) feeds[options_.feeds[i]] = (*batch)[i];
+    const int64_t number = step_ + 1;  // the update being applied, from 1
+    feeds[graph_.lr_input] = Tensor::scalar<float>(static_cast<float>(options_.lr.at(number)));
+    if (!graph_.step_input.empty()) feeds[graph_.step_input] = Tensor::scalar<int64_t>(number);
+    std::vector<Tensor> outputs = session_.run(feeds);
+    double loss = outputs.empty() ? 0 : static_cast<double>(outputs[0].data<float>()[0]);
+    ++step_;
+    ++loader_step_;
+    ++stats.steps;
+    loss_sum += loss;
+    stats.last_loss = loss;
+    if (log != nullptr) progress.update(step_, {{"loss", loss}});
+    if (!options_.checkpoint.empty() && options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
+      save(options_.checkpoint);
+    }
+  }
+  if (log != nullptr) progress.finish();
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.ms_per_step = stats.steps > 0 ? 1000 * stats.seconds / static_cast<double>(stats.steps) : 0;
+  stats.mean_loss = stats.steps > 0 ? loss_sum / static_cast<double>(stats.steps) : 0;
+  if (!options_.checkpoint.empty()) save(options_.checkpoint);
+  return stats;
+}
+
+void Trainer::save(const std::filesystem::path& path) const { save_checkpoint(path, session_, step_); }
+
+void Trainer::resume(const std::filesystem::path& path) {
+  step_ = load_checkpoint(path, session_);
+  loader_step_ = -1;
+}
+
+int copy_state(const Session& from, Session& to) {
+  int copied = 0;
+  const Graph& source = from.plan().graph();
+  for (const Value* value : to.plan().graph().persistents()) {
+    const Value* match = source.find_value(value->name());
+    if (match == nullptr || !match->is_persistent()) continue;
+    to.set_state(value->name(), from.state(value->name()));
+    ++copied;
+  }
+  return copied;
+}
+
+void bake_state(const Session& from, Graph& graph) {
+  const Graph& source = from.plan().graph();
+  for (Value* value : graph.persistents()) {
+    const Value* match = source.find_value(value->name());
+    if (match != nullptr && match->is_persistent()) value->set_data(from.state(value->name()).clone());
+  }
+}
+
+}  // namespace weir

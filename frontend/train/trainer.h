@@ -1,0 +1,76 @@
+// The training loop: runs a training-step graph (built with minimize())
+// over a data loader, feeding the batch, the learning rate of the schedule
+// and the step number, with a progress display, periodic checkpoints and
+// exact resumption.
+//
+//   weir::Session session(weir::compile(*train_graph));
+//   weir::DataLoader loader(dataset, {.batch_size = 64, .seed = 1});
+//   weir::Trainer trainer(session, step_info, loader, {.feeds = {"x", "labels"}});
+//   trainer.resume("ckpt.npz");                  // optional
+//   weir::TrainStats stats = trainer.run_epochs(1);
+//   trainer.save("ckpt.npz");
+//
+// The batch order depends only on the loader's seed and the step, and the
+// session's RNG state is checkpointed, so stopping after N steps and
+// resuming gives the same parameters as running straight through.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "frontend/data/data_loader.h"
+#include "frontend/optim/lr_schedule.h"
+#include "frontend/optim/optimizer.h"
+#include "runtime/session.h"
+
+namespace weir {
+
+struct TrainerOptions {
+  std::vector<std::string> feeds;  // the graph input each dataset field feeds, in field order
+  LrSchedule lr = LrSchedule::constant(1e-3);
+  std::ostream* log = &std::cerr;  // progress and messages; nullptr: quiet
+  int progress_terminal = -1;      // -1: redraw in place when stderr is a terminal
+  std::filesystem::path checkpoint;  // when set: saved every checkpoint_every steps and at the end of each run
+  int64_t checkpoint_every = 0;
+};
+
+struct TrainStats {
+  int64_t steps = 0;       // steps this call ran
+  double seconds = 0;
+  double ms_per_step = 0;
+  double last_loss = 0;
+  double mean_loss = 0;    // over this call's steps
+};
+
+class Trainer {
+ public:
+  Trainer(Session& session, TrainingGraph graph, DataLoader& loader, TrainerOptions options);
+
+  int64_t step() const { return step_; }  // steps completed
+  int64_t epoch() const;                  // the epoch the next step belongs to
+  TrainStats run_steps(int64_t steps);
+  TrainStats run_epochs(int64_t epochs);  // up to the end of the epoch `epochs` later
+
+  void save(const std::filesystem::path& path) const;
+  void resume(const std::filesystem::path& path);
+
+ private:
+  Session& session_;
+  TrainingGraph graph_;
+  DataLoader& loader_;
+  TrainerOptions options_;
+  int64_t step_ = 0;
+  int64_t loader_step_ = -1;  // the step the loader's next batch belongs to; -1: not started
+};
+
+// Copies every persistent value `to` has from `from` (by name): e.g. trained
+// weights into an inference session. Returns how many were copied.
+int copy_state(const Session& from, Session& to);
+// Sets each persistent value's initial tensor in `graph` from the session,
+// so saving the graph saves the trained weights.
+void bake_state(const Session& from, Graph& graph);
+
+}  // namespace weir

@@ -1,0 +1,60 @@
+// The model zoo: classifiers built with the frontend, each a function from
+// an input Var to logits [batch, classes].
+//
+//   weir::GraphBuilder b("lenet", 42);
+//   weir::Var x = b.input("x", {weir::DType::kFloat32, weir::Shape{64, 1, 28, 28}});
+//   weir::Var logits = weir::models::lenet(b, x, {});
+//
+// `training` selects the training form of BatchNorm and Dropout.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "frontend/builder/graph_builder.h"
+
+namespace weir::models {
+
+struct MlpConfig {
+  std::vector<int64_t> hidden = {256};  // 784-256-10
+  int64_t classes = 10;
+};
+// Flatten, then Linear+ReLU per hidden size, then a Linear to the classes.
+Var mlp(GraphBuilder& b, Var x, const MlpConfig& config);
+
+struct LenetConfig {
+  int64_t in_channels = 1;
+  int64_t image_size = 28;
+  int64_t classes = 10;
+};
+// conv5x5-32 (pad 2), ReLU, max-pool 2; conv5x5-64 (pad 2), ReLU, max-pool 2;
+// fc 512, ReLU; fc classes.
+Var lenet(GraphBuilder& b, Var x, const LenetConfig& config);
+
+struct ResnetConfig {
+  int depth = 18;              // 18 (basic blocks) or 50 (bottlenecks)
+  int64_t in_channels = 3;
+  int64_t classes = 1000;
+  int64_t base_width = 64;     // channels of the first stage
+  bool training = true;
+};
+// He et al. 2016: 7x7/2 stem, max-pool, four stages, global average pool, fc.
+Var resnet(GraphBuilder& b, Var x, const ResnetConfig& config);
+
+struct BertConfig {
+  int64_t layers = 2;
+  int64_t hidden = 128;
+  int64_t heads = 4;
+  int64_t intermediate = 0;    // 0: 4 * hidden
+  int64_t vocab = 1000;
+  int64_t max_positions = 128;
+  int64_t classes = 2;
+  double dropout = 0.1;
+  bool training = true;
+};
+// A BERT-style encoder (Devlin et al. 2019) over int64 token ids [batch, seq]:
+// token + position embeddings, LayerNorm, `layers` post-norm transformer
+// blocks (self-attention, GELU feed-forward), mean pooling, a classifier.
+Var bert(GraphBuilder& b, Var ids, const BertConfig& config);
+
+}  // namespace weir::models

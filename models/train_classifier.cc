@@ -1,0 +1,51 @@
+#include "models/train_classifier.h"
+
+#include "frontend/data/data_loader.h"
+#include "frontend/train/evaluate.h"
+#include "frontend/train/trainer.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+
+namespace weir::models {
+
+ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
+                                          const Tensor& train_labels, const Tensor* test_examples,
+                                          const Tensor* test_labels) {
+  ClassifierGraph train = build_classifier(options.model, options.batch, /*training=*/true, options.zoo);
+  TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer);
+  SessionOptions session_options;
+  session_options.inter_op_threads = options.inter_op_threads;
+  Session session(compile(*train.graph), session_options);
+
+  auto dataset = std::make_shared<TensorDataset>(std::vector<Tensor>{train_examples, train_labels});
+  DataLoader loader(dataset, {.batch_size = options.batch, .shuffle = true, .drop_last = true,
+                              .seed = options.data_seed, .num_workers = 2});
+  TrainerOptions trainer_options;
+  trainer_options.feeds = {train.input, train.labels};
+  trainer_options.lr = LrSchedule::constant(options.lr);
+  trainer_options.log = options.log;
+  trainer_options.checkpoint = options.checkpoint;
+  trainer_options.checkpoint_every = options.checkpoint_every;
+  Trainer trainer(session, step, loader, trainer_options);
+  if (!options.resume.empty()) trainer.resume(options.resume);
+  session.reset_peak_memory();
+  TrainStats stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
+
+  ClassifierTrainingResult result;
+  result.steps = stats.steps;
+  result.total_steps = trainer.step();
+  result.ms_per_step = stats.ms_per_step;
+  result.last_loss = stats.last_loss;
+  result.peak_memory_bytes = session.memory_stats(Device::cpu()).stats.peak_bytes;
+
+  ClassifierGraph infer = build_classifier(options.model, 0, /*training=*/false, options.zoo);
+  bake_state(session, *infer.graph);
+  if (test_examples != nullptr && test_labels != nullptr) {
+    Session eval(compile(*infer.graph));
+    result.test_accuracy = classification_accuracy(eval, infer.input, *test_examples, *test_labels, 1000);
+  }
+  result.inference_graph = std::move(infer.graph);
+  return result;
+}
+
+}  // namespace weir::models

@@ -1,0 +1,55 @@
+// Trains a zoo classifier end to end: builds the training-step graph
+// (forward, autodiff, optimizer), compiles it, runs the training loop over a
+// labelled set, and evaluates the trained weights in the inference graph.
+//
+//   weir::FashionMnist data = weir::load_fashion_mnist();
+//   weir::models::ClassifierTraining options;
+//   options.model = "lenet";
+//   auto result = weir::models::train_classifier(options, data.train_images, data.train_labels,
+//                                                &data.test_images, &data.test_labels);
+//   result.test_accuracy;                          // 0.88…
+//   weir::save_model(*result.inference_graph, "lenet.weir");
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "frontend/optim/optimizer.h"
+#include "models/zoo.h"
+
+namespace weir::models {
+
+struct ClassifierTraining {
+  std::string model = "lenet";
+  ZooOptions zoo;
+  int64_t batch = 64;
+  int64_t epochs = 1;
+  int64_t steps = 0;  // > 0: this many steps instead of epochs
+  OptimizerConfig optimizer;
+  double lr = 1e-3;
+  uint64_t data_seed = 1;   // the loader's shuffling
+  int inter_op_threads = 1;
+  std::ostream* log = &std::cerr;
+  std::filesystem::path checkpoint;  // saved at the end (and every checkpoint_every steps)
+  int64_t checkpoint_every = 0;
+  std::filesystem::path resume;      // a checkpoint to start from
+};
+
+struct ClassifierTrainingResult {
+  int64_t steps = 0;           // steps run by this call
+  int64_t total_steps = 0;     // the step count after it (includes resumed steps)
+  double ms_per_step = 0;
+  double last_loss = 0;
+  double test_accuracy = -1;   // -1 without a test set
+  int64_t peak_memory_bytes = 0;  // the allocator's peak during training
+  std::unique_ptr<Graph> inference_graph;  // symbolic batch, trained weights baked in
+};
+
+ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
+                                          const Tensor& train_labels, const Tensor* test_examples = nullptr,
+                                          const Tensor* test_labels = nullptr);
+
+}  // namespace weir::models

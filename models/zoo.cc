@@ -1,0 +1,68 @@
+#include "models/zoo.h"
+
+#include "frontend/builder/graph_builder.h"
+#include "frontend/nn/functional.h"
+#include "models/models.h"
+
+namespace weir::models {
+
+std::vector<std::string> zoo_names() { return {"mlp", "lenet", "resnet18", "resnet50", "bert"}; }
+
+ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool training, const ZooOptions& options) {
+  ClassifierGraph result;
+  const bool is_bert = name == "bert";
+  bool known = false;
+  for (const std::string& n : zoo_names()) known = known || n == name;
+  if (!known) {
+    std::string names;
+    for (const std::string& n : zoo_names()) names += (names.empty() ? "" : ", ") + n;
+    throw Error(ErrorKind::kInvalidArgument, "unknown model '" + name + "' (the zoo has: " + names + ")");
+  }
+  if (is_bert) {
+    result.example_shape = {options.seq};
+    result.input_dtype = DType::kInt64;
+  } else {
+    result.example_shape = {options.in_channels, options.image_size, options.image_size};
+  }
+  GraphBuilder b(name, options.seed);
+  std::vector<Dim> dims = {batch > 0 ? Dim(batch) : Dim::symbol("N")};
+  for (int64_t s : result.example_shape) dims.emplace_back(s);
+  Var x = b.input(result.input, {result.input_dtype, Shape(dims)});
+  Var logits;
+  if (name == "mlp") {
+    logits = mlp(b, x, {.hidden = {256}, .classes = options.classes});
+  } else if (name == "lenet") {
+    logits = lenet(b, x, {.in_channels = options.in_channels, .image_size = options.image_size, .classes = options.classes});
+  } else if (name == "resnet18" || name == "resnet50") {
+    logits = resnet(b, x,
+                    {.depth = name == "resnet18" ? 18 : 50, .in_channels = options.in_channels, .classes = options.classes,
+                     .base_width = options.resnet_width, .training = training});
+  } else {
+    logits = bert(b, x,
+                  {.layers = options.layers, .hidden = options.hidden, .heads = options.heads, .vocab = options.vocab,
+                   .max_positions = std::max<int64_t>(options.seq, 1), .classes = options.classes, .training = training});
+  }
+  if (training) {
+    Var labels = b.input(result.labels, {DType::kInt64, Shape(std::vector<Dim>{dims.front()})});
+    Var loss = nn::cross_entropy(logits, labels);
+    if (b.ok()) {
+      // The loss gets a stable name: graph outputs are named values.
+      Value* named = b.graph().add_value(result.loss);
+      b.graph().add_node_with_outputs("Identity", {loss.value()}, {named}, {}, "loss_output");
+      named->set_type(loss.type());
+      b.graph().add_output(named);
+    }
+    result.graph = b.finish();
+  } else {
+    if (b.ok()) {
+      Value* named = b.graph().add_value(result.logits);
+      b.graph().add_node_with_outputs("Identity", {logits.value()}, {named}, {}, "logits_output");
+      named->set_type(logits.type());
+      b.graph().add_output(named);
+    }
+    result.graph = b.finish();
+  }
+  return result;
+}
+
+}  // namespace weir::models

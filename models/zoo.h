@@ -1,0 +1,51 @@
+// The zoo by name, as whole classifier graphs: "mlp", "lenet", "resnet18",
+// "resnet50", "bert".
+//
+//   weir::models::ClassifierGraph train = weir::models::build_classifier("lenet", /*batch=*/64, /*training=*/true);
+//   // inputs "x" and "labels", output "loss" (mean softmax cross-entropy)
+//   weir::models::ClassifierGraph infer = weir::models::build_classifier("lenet", /*batch=*/0, false);
+//   // input "x" with a symbolic batch dim "N", output "logits"
+//
+// The same seed gives the same initial parameters in both forms, and the
+// parameter names agree, so trained weights move between them by name.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace weir::models {
+
+struct ZooOptions {
+  uint64_t seed = 42;
+  int64_t classes = 10;
+  // Image models: channels and side of the input images (Fashion-MNIST: 1, 28).
+  int64_t in_channels = 1;
+  int64_t image_size = 28;
+  int64_t resnet_width = 64;
+  // bert
+  int64_t layers = 2;
+  int64_t hidden = 128;
+  int64_t heads = 4;
+  int64_t seq = 32;
+  int64_t vocab = 1000;
+};
+
+struct ClassifierGraph {
+  std::unique_ptr<Graph> graph;
+  std::string input = "x";
+  std::string labels = "labels";  // training form only
+  std::string loss = "loss";      // training form only
+  std::string logits = "logits";  // inference form only
+  std::vector<int64_t> example_shape;  // one example's shape (without the batch dim)
+  DType input_dtype = DType::kFloat32;
+};
+
+std::vector<std::string> zoo_names();
+// batch <= 0: a symbolic batch dim "N". Throws naming the choices for an unknown name.
+ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool training, const ZooOptions& options = {});
+
+}  // namespace weir::models

@@ -89,6 +89,16 @@ void matmul_gradient(GradientContext& ctx) {
     throw Error(ErrorKind::kUnsupported, "MatMul gradient needs inputs of known rank").with_node(ctx.node().name());
   }
   bool vector_a = a->shape().rank() == 1, vector_b = b->shape().rank() == 1;
+  if (a->shape().rank() == 2 && b->shape().rank() == 2) {
+    // Plain matrices: Gemm reads the operands transposed in place, so no
+    // Transpose copies (of a weight matrix, in every training step).
+    auto gemm = [&](Value* x, Value* z, int64_t trans_x, int64_t trans_z) {
+      return ctx.emit("Gemm", {x, z}, 1, {{"transA", Attribute(trans_x)}, {"transB", Attribute(trans_z)}})[0];
+    };
+    ctx.set_input_grad(0, gemm(grad, b, 0, 1));
+    ctx.set_input_grad(1, gemm(a, grad, 1, 0));
+    return;
+  }
   auto unsqueeze = [&](Value* value, std::vector<int64_t> axes) {
     return ctx.emit("Unsqueeze", {value}, 1, {{"axes", Attribute(std::move(axes))}})[0];
   };

@@ -142,7 +142,8 @@ class GemmKernel final : public OpKernel {
       ctx.fail("inner dimensions differ: op(A) is [" + std::to_string(p.m) + "," + std::to_string(p.k) +
                "], op(B) is [" + std::to_string(k_b) + "," + std::to_string(p.n) + "]");
     }
-    Tensor& out = ctx.allocate_output(0, a.dtype(), {p.m, p.n});
+    // The product overwrites every element.
+    Tensor& out = ctx.allocate_output(0, a.dtype(), {p.m, p.n}, KernelContext::Fill::kUninitialized);
     run_matmul(matmul_, p, a.raw_data(), b.raw_data(), out.raw_data());
     if (ctx.has_input(2) && beta_ != 0.0) add_scaled_c(ctx, ctx.input(2), out);
   }

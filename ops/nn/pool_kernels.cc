@@ -1,5 +1,9 @@
 #include "ops/nn/pool_kernels.h"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -162,6 +166,146 @@ class AveragePoolKernel final : public OpKernel {
   DnnlPool dnnl_;
 };
 
+// Adds each output gradient of one (n, c) plane to the first maximal input
+// of its window (in kernel order, NaN winning), as first_max does.
+template <typename T>
+void max_pool_backward_plane(const ConvProblem& p, const T* src, const T* grad, ComputeType<T>* acc) {
+  using C = ComputeType<T>;
+  const int64_t in_hw = p.in[1] * p.in[2];
+  for (int64_t od = 0; od < p.out[0]; ++od) {
+    for (int64_t oh = 0; oh < p.out[1]; ++oh) {
+      for (int64_t ow = 0; ow < p.out[2]; ++ow) {
+        int64_t best = -1;
+        C best_value{};
+        for (int64_t kd = 0; kd < p.kernel[0]; ++kd) {
+          int64_t id = od * p.strides[0] - p.pads_begin[0] + kd * p.dilations[0];
+          if (id < 0 || id >= p.in[0]) continue;
+          for (int64_t kh = 0; kh < p.kernel[1]; ++kh) {
+            int64_t ih = oh * p.strides[1] - p.pads_begin[1] + kh * p.dilations[1];
+            if (ih < 0 || ih >= p.in[1]) continue;
+            for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
+              int64_t iw = ow * p.strides[2] - p.pads_begin[2] + kw * p.dilations[2];
+              if (iw < 0 || iw >= p.in[2]) continue;
+              int64_t tap = id * in_hw + ih * p.in[2] + iw;
+              C value = load(src[tap]);
+              if (best < 0 || value > best_value || (std::isnan(value) && !std::isnan(best_value))) {
+                best = tap;
+                best_value = value;
+              }
+            }
+          }
+        }
+        if (best >= 0) acc[best] += load(grad[(od * p.out[1] + oh) * p.out[2] + ow]);
+      }
+    }
+  }
+}
+
+// The common case of non-overlapping 2-D windows (stride = kernel, no
+// padding or dilation, e.g. 2x2/2): every input belongs to at most one
+// window, so dX is written once, without an accumulator, and without
+// data-dependent branches (random activations make them mispredict).
+bool non_overlapping_2d(const ConvProblem& p) {
+  if (p.spatial_rank != 2) return false;
+  for (size_t a = 0; a < 2; ++a) {
+    if (p.kernel[a] != p.strides[a] || p.pads_begin[a] != 0 || p.dilations[a] != 1 || p.out[a] * p.kernel[a] > p.in[a]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename T>
+void max_pool_backward_non_overlapping(const ConvProblem& p, const T* src, const T* grad, T* dx) {
+  using C = ComputeType<T>;
+  const int64_t H = p.in[0], W = p.in[1], KH = p.kernel[0], KW = p.kernel[1], OH = p.out[0], OW = p.out[1];
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const T* window = src + oh * KH * W + ow * KW;
+      T* out = dx + oh * KH * W + ow * KW;
+      C best = load(window[0]);
+      bool nan = false;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          C v = load(window[kh * W + kw]);
+          best = v > best ? v : best;
+          nan |= v != v;
+        }
+      }
+      const T g = grad[oh * OW + ow];
+      bool done = false;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          C v = load(window[kh * W + kw]);
+          // The first NaN wins when there is one, else the first maximum.
+          bool hit = !done & (nan ? v != v : v == best);
+          out[kh * W + kw] = hit ? g : store<T>(C(0));
+          done |= hit;
+        }
+      }
+    }
+  }
+  // Rows and columns past the last window get no gradient.
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t w = h < OH * KH ? OW * KW : 0; w < W; ++w) dx[h * W + w] = store<T>(C(0));
+  }
+}
+
+#if defined(__SSE2__)
+// 2x2/2 windows of one f32 plane, four windows per step in SSE registers:
+// the window's maximum, then masks that pick its first maximal tap. Returns
+// false (having written garbage) when the plane holds a NaN, for which the
+// scalar path's first-NaN rule applies instead.
+bool max_pool_backward_2x2_f32(const ConvProblem& p, const float* src, const float* grad, float* dx) {
+  const int64_t W = p.in[1], OH = p.out[0], OW = p.out[1];
+  __m128 nan = _mm_setzero_ps();
+  const __m128 all = _mm_castsi128_ps(_mm_set1_epi32(-1));
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* r0 = src + 2 * oh * W;
+    const float* r1 = r0 + W;
+    const float* g = grad + oh * OW;
+    float* o0 = dx + 2 * oh * W;
+    float* o1 = o0 + W;
+    int64_t ow = 0;
+    for (; ow + 4 <= OW; ow += 4) {
+      __m128 x0 = _mm_loadu_ps(r0 + 2 * ow), x1 = _mm_loadu_ps(r0 + 2 * ow + 4);
+      __m128 y0 = _mm_loadu_ps(r1 + 2 * ow), y1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+      __m128 a = _mm_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), b = _mm_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
+      __m128 c = _mm_shuffle_ps(y0, y1, _MM_SHUFFLE(2, 0, 2, 0)), d = _mm_shuffle_ps(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
+      nan = _mm_or_ps(nan, _mm_or_ps(_mm_cmpunord_ps(a, b), _mm_cmpunord_ps(c, d)));
+      __m128 m = _mm_max_ps(_mm_max_ps(a, b), _mm_max_ps(c, d));
+      __m128 ha = _mm_cmpeq_ps(a, m);
+      __m128 hb = _mm_andnot_ps(ha, _mm_cmpeq_ps(b, m));
+      __m128 taken = _mm_or_ps(ha, hb);
+      __m128 hc = _mm_andnot_ps(taken, _mm_cmpeq_ps(c, m));
+      __m128 hd = _mm_andnot_ps(_mm_or_ps(taken, hc), all);
+      __m128 gv = _mm_loadu_ps(g + ow);
+      __m128 ga = _mm_and_ps(ha, gv), gb = _mm_and_ps(hb, gv), gc = _mm_and_ps(hc, gv), gd = _mm_and_ps(hd, gv);
+      _mm_storeu_ps(o0 + 2 * ow, _mm_unpacklo_ps(ga, gb));
+      _mm_storeu_ps(o0 + 2 * ow + 4, _mm_unpackhi_ps(ga, gb));
+      _mm_storeu_ps(o1 + 2 * ow, _mm_unpacklo_ps(gc, gd));
+      _mm_storeu_ps(o1 + 2 * ow + 4, _mm_unpackhi_ps(gc, gd));
+    }
+    for (; ow < OW; ++ow) {
+      float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+      if ((a != a) | (b != b) | (c != c) | (d != d)) return false;
+      float m = std::max(std::max(a, b), std::max(c, d));
+      bool ha = a == m, hb = !ha & (b == m), hc = !ha & !hb & (c == m), hd = !ha & !hb & !hc;
+      o0[2 * ow] = ha ? g[ow] : 0.0f;
+      o0[2 * ow + 1] = hb ? g[ow] : 0.0f;
+      o1[2 * ow] = hc ? g[ow] : 0.0f;
+      o1[2 * ow + 1] = hd ? g[ow] : 0.0f;
+    }
+  }
+  if (_mm_movemask_ps(nan) != 0) return false;
+  const int64_t H = p.in[0];
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t w = h < OH * 2 ? OW * 2 : 0; w < W; ++w) dx[h * W + w] = 0.0f;
+  }
+  return true;
+}
+#endif
+
 // MaxPoolGrad / AveragePoolGrad (dY, X) -> dX.
 class PoolGradKernel final : public OpKernel {
  public:
@@ -181,19 +325,43 @@ class PoolGradKernel final : public OpKernel {
         const T* in = x.data<T>();
         const T* grad = dy.data<T>();
         T* out = dx.data<T>();
+        if (max_ && non_overlapping_2d(p)) {
+          parallel_for(p.batch * p.in_channels, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t plane = begin; plane < end; ++plane) {
+#if defined(__SSE2__)
+              if constexpr (std::is_same_v<T, float>) {
+                if (p.kernel[0] == 2 && p.kernel[1] == 2 &&
+                    max_pool_backward_2x2_f32(p, in + plane * in_plane, grad + plane * out_plane, out + plane * in_plane)) {
+                  continue;
+                }
+              }
+#endif
+              max_pool_backward_non_overlapping(p, in + plane * in_plane, grad + plane * out_plane, out + plane * in_plane);
+            }
+          });
+          return;
+        }
+        if (max_) {
+          // Max: the gradient goes to the first maximal tap of each window.
+          // Direct index arithmetic: no per-window tap lists (this runs in
+          // every training step of a pooled conv net).
+          parallel_for(p.batch * p.in_channels, 1, [&](int64_t begin, int64_t end) {
+            std::vector<ComputeType<T>> acc(static_cast<size_t>(in_plane));
+            for (int64_t plane = begin; plane < end; ++plane) {
+              std::fill(acc.begin(), acc.end(), ComputeType<T>(0));
+              max_pool_backward_plane(p, in + plane * in_plane, grad + plane * out_plane, acc.data());
+              for (int64_t i = 0; i < in_plane; ++i) out[plane * in_plane + i] = store<T>(acc[static_cast<size_t>(i)]);
+            }
+          });
+          return;
+        }
         parallel_for(p.batch * p.in_channels, 1, [&](int64_t begin, int64_t end) {
           std::vector<int64_t> taps;
           std::vector<ComputeType<T>> acc(static_cast<size_t>(in_plane));
           for (int64_t plane = begin; plane < end; ++plane) {
             std::fill(acc.begin(), acc.end(), ComputeType<T>(0));
-            const T* src = in + plane * in_plane;
             for_each_window(p, taps, [&](int64_t o, const std::vector<int64_t>& window, int64_t padded) {
               ComputeType<T> g = load(grad[plane * out_plane + o]);
-              if (max_) {
-                int64_t best = first_max(src, window);
-                if (best >= 0) acc[static_cast<size_t>(best)] += g;
-                return;
-              }
               int64_t count = include_pad_ ? padded : static_cast<int64_t>(window.size());
               if (count == 0) return;
               ComputeType<T> share = g / static_cast<ComputeType<T>>(count);

@@ -51,6 +51,17 @@ class UpdateKernel final : public OpKernel {
         ctx.fail("input " + std::to_string(i) + " is " + other.type_string() + "; the parameter is " + param.type_string());
       }
     }
+    // The update loops treat these as separate buffers.
+    for (size_t i = 0; i < 2 + num_state; ++i) {
+      for (size_t j = i + 1; j < 2 + num_state; ++j) {
+        const char* a = static_cast<const char*>(ctx.input(i).raw_data());
+        const char* b = static_cast<const char*>(ctx.input(j).raw_data());
+        if (a < b + ctx.input(j).nbytes() && b < a + ctx.input(i).nbytes()) {
+          ctx.fail("inputs " + std::to_string(i) + " and " + std::to_string(j) + " share memory; the parameter, its "
+                   "gradient and its state must be distinct tensors");
+        }
+      }
+    }
     double lr = scalar_value(ctx, 2 + num_state, "lr");
     double step = num_state == 2 ? scalar_value(ctx, 5, "step") : 1;
     if (num_state == 2 && step < 1) ctx.fail("step must be at least 1 (it counts from 1), got " + std::to_string(step));
@@ -105,8 +116,31 @@ class UpdateKernel final : public OpKernel {
       return l2 ? update : update + wd * p[i];
     };
     if (rule_ != Rule::kLamb) {
-      parallel_for(n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) p[i] -= static_cast<T>(lr * moment_update(i));
+      // In the parameter's own precision with the bias corrections folded
+      // into constants: a loop without double divisions or square roots,
+      // which the compiler vectorizes (this is a quarter of a LeNet step).
+      const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2), one_b1 = static_cast<T>(1 - b1),
+              one_b2 = static_cast<T>(1 - b2), teps = static_cast<T>(eps), twd = static_cast<T>(wd);
+      const T step_size = static_cast<T>(lr / c1), inv_sqrt_c2 = static_cast<T>(1 / std::sqrt(c2)),
+              decoupled = static_cast<T>(l2 ? 0.0 : lr * wd), coupled = l2 ? twd : T(0);
+      parallel_for(n, kElementwiseGrain, [=](int64_t begin, int64_t end) {
+        // Locals and restrict pointers (compute() checked the buffers are
+        // distinct): nothing the loop stores can alias what it reads, so it
+        // vectorizes instead of reloading every constant per element.
+        T* __restrict pp = p;
+        const T* __restrict gg = g;
+        T* __restrict mm = s0;
+        T* __restrict vv = s1;
+        const T k_b1 = tb1, k_b2 = tb2, k_1b1 = one_b1, k_1b2 = one_b2, k_eps = teps, k_step = step_size,
+                k_c2 = inv_sqrt_c2, k_dec = decoupled, k_cpl = coupled;
+        for (int64_t i = begin; i < end; ++i) {
+          T grad = gg[i] + k_cpl * pp[i];
+          T m = k_b1 * mm[i] + k_1b1 * grad;
+          T v = k_b2 * vv[i] + k_1b2 * grad * grad;
+          mm[i] = m;
+          vv[i] = v;
+          pp[i] -= k_step * m / (std::sqrt(v) * k_c2 + k_eps) + k_dec * pp[i];
+        }
       });
       return;
     }

@@ -112,10 +112,18 @@ TEST(OptimizerKernels, BadInputsAreNamed) {
   Tensor p(DType::kFloat32, {3}), g(DType::kFloat32, {4}), m(DType::kFloat32, {3});
   EXPECT_THROW(run_op("SGD", {p, g, Tensor::scalar<float>(0.1f)}), Error);
   try {
-    run_op("Adam", {p, Tensor(DType::kFloat32, {3}), m, m, Tensor::scalar<float>(0.1f), Tensor::scalar<int64_t>(0)}, {}, 3);
+    run_op("Adam", {p, Tensor(DType::kFloat32, {3}), m, Tensor(DType::kFloat32, {3}), Tensor::scalar<float>(0.1f),
+                    Tensor::scalar<int64_t>(0)}, {}, 3);
     FAIL() << "step 0 accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("step must be at least 1"), std::string::npos) << e.what();
+  }
+  // The update loops assume separate buffers: one tensor as both moments is refused.
+  try {
+    run_op("Adam", {p, Tensor(DType::kFloat32, {3}), m, m, Tensor::scalar<float>(0.1f), Tensor::scalar<int64_t>(1)}, {}, 3);
+    FAIL() << "shared moments accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("share memory"), std::string::npos) << e.what();
   }
 }
 

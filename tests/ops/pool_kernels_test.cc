@@ -211,5 +211,48 @@ TEST(PoolErrors, BadAttributesAreNamed) {
             std::string::npos);
 }
 
+
+// Non-overlapping windows (stride = kernel) take a fast path (SSE for f32
+// 2x2). Checked against the first-maximum rule on odd sizes (rows and
+// columns no window covers), values with many ties, and a NaN in one plane.
+TEST(PoolGradients, NonOverlappingMaxPoolGradMatchesTheFirstMaxRule) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int64_t k : {2, 3}) {
+      const std::vector<int64_t> sizes = {2, 3, 9, 13};
+      const int64_t H = sizes[2], W = sizes[3], OH = H / k, OW = W / k, planes = sizes[0] * sizes[1];
+      std::vector<double> x = random_values(DType::kFloat64, count_of(sizes), 80 + static_cast<uint32_t>(k));
+      for (double& v : x) v = std::round(v);  // few distinct values: many ties
+      x[static_cast<size_t>(4 * H * W + 1 * W + 2)] = std::nan("");  // plane 4, inside window (0, 0) for k 3
+      std::vector<double> dy = random_values(DType::kFloat64, planes * OH * OW, 90);
+      std::map<std::string, Attribute> attrs = {{"kernel_shape", Attribute(std::vector<int64_t>{k, k})},
+                                                {"strides", Attribute(std::vector<int64_t>{k, k})}};
+      Tensor got = run_op("MaxPoolGrad", {make_tensor(dtype, dy, {sizes[0], sizes[1], OH, OW}), make_tensor(dtype, x, sizes)},
+                          attrs)[0];
+      std::vector<double> expected(x.size(), 0.0);
+      for (int64_t p = 0; p < planes; ++p) {
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            int64_t best = -1;
+            for (int64_t kh = 0; kh < k; ++kh) {
+              for (int64_t kw = 0; kw < k; ++kw) {
+                int64_t at = p * H * W + (oh * k + kh) * W + ow * k + kw;
+                double v = x[static_cast<size_t>(at)], b = best < 0 ? 0 : x[static_cast<size_t>(best)];
+                if (best < 0 || v > b || (std::isnan(v) && !std::isnan(b))) best = at;
+              }
+            }
+            expected[static_cast<size_t>(best)] += dy[static_cast<size_t>((p * OH + oh) * OW + ow)];
+          }
+        }
+      }
+      std::vector<double> values = to_doubles(got);
+      ASSERT_EQ(values.size(), expected.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        double tol = dtype == DType::kFloat32 ? 1e-6 * (1 + std::abs(expected[i])) : 1e-12;
+        ASSERT_NEAR(values[i], expected[i], tol) << dtype_name(dtype) << " k " << k << " element " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weir

@@ -6,7 +6,10 @@ function(weir_set_options target)
       -Wcast-align -Wunused -Woverloaded-virtual -Wimplicit-fallthrough
       # GCC 12 reports false -Wrestrict positives inside std::string
       # concatenation at -O3 (GCC bug 105329).
-      -Wno-restrict>)
+      -Wno-restrict
+      # Nothing reads errno after a math call; without this, every loop
+      # with a sqrt (optimizer updates, norms) stays scalar.
+      -fno-math-errno>)
   if(WEIR_WERROR)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
   endif()

@@ -24,18 +24,18 @@ namespace weir::models {
 
 struct ClassifierTraining {
   std::string model = "lenet";
-  ZooOptions zoo;
+  ZooOptions zoo{};
   int64_t batch = 64;
   int64_t epochs = 1;
   int64_t steps = 0;  // > 0: this many steps instead of epochs
-  OptimizerConfig optimizer;
+  OptimizerConfig optimizer{};
   double lr = 1e-3;
   uint64_t data_seed = 1;   // the loader's shuffling
   int inter_op_threads = 1;
   std::ostream* log = &std::cerr;
-  std::filesystem::path checkpoint;  // saved at the end (and every checkpoint_every steps)
+  std::filesystem::path checkpoint{};  // saved at the end (and every checkpoint_every steps)
   int64_t checkpoint_every = 0;
-  std::filesystem::path resume;      // a checkpoint to start from
+  std::filesystem::path resume{};      // a checkpoint to start from
 };
 
 struct ClassifierTrainingResult {
@@ -45,7 +45,7 @@ struct ClassifierTrainingResult {
   double last_loss = 0;
   double test_accuracy = -1;   // -1 without a test set
   int64_t peak_memory_bytes = 0;  // the allocator's peak during training
-  std::unique_ptr<Graph> inference_graph;  // symbolic batch, trained weights baked in
+  std::unique_ptr<Graph> inference_graph{};  // symbolic batch, trained weights baked in
 };
 
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,

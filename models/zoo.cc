@@ -28,13 +28,18 @@ ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool tr
   std::vector<Dim> dims = {batch > 0 ? Dim(batch) : Dim::symbol("N")};
   for (int64_t s : result.example_shape) dims.emplace_back(s);
   Var x = b.input(result.input, {result.input_dtype, Shape(dims)});
+  Var features = x;
+  if (!is_bert && options.input_std > 0) {
+    auto scope = b.scope("standardize");
+    features = (x + (-options.input_mean)) * (1.0 / options.input_std);
+  }
   Var logits;
   if (name == "mlp") {
-    logits = mlp(b, x, {.hidden = {256}, .classes = options.classes});
+    logits = mlp(b, features, {.hidden = {256}, .classes = options.classes});
   } else if (name == "lenet") {
-    logits = lenet(b, x, {.in_channels = options.in_channels, .image_size = options.image_size, .classes = options.classes});
+    logits = lenet(b, features, {.in_channels = options.in_channels, .image_size = options.image_size, .classes = options.classes});
   } else if (name == "resnet18" || name == "resnet50") {
-    logits = resnet(b, x,
+    logits = resnet(b, features,
                     {.depth = name == "resnet18" ? 18 : 50, .in_channels = options.in_channels, .classes = options.classes,
                      .base_width = options.resnet_width, .training = training});
   } else {

@@ -26,6 +26,11 @@ struct ZooOptions {
   int64_t in_channels = 1;
   int64_t image_size = 28;
   int64_t resnet_width = 64;
+  // Image models standardize their input inside the graph, (x - mean) / std,
+  // so saved models take plain [0, 1] pixels. Defaults: Fashion-MNIST's
+  // training-set statistics. std <= 0 turns it off.
+  double input_mean = 0.2860;
+  double input_std = 0.3530;
   // bert
   int64_t layers = 2;
   int64_t hidden = 128;
@@ -35,7 +40,7 @@ struct ZooOptions {
 };
 
 struct ClassifierGraph {
-  std::unique_ptr<Graph> graph;
+  std::unique_ptr<Graph> graph{};
   std::string input = "x";
   std::string labels = "labels";  // training form only
   std::string loss = "loss";      // training form only

@@ -39,12 +39,12 @@ OptimizerKind parse_optimizer_kind(const std::string& name);
 std::string optimizer_kind_name(OptimizerKind kind);
 
 struct TrainingGraph {
-  std::string loss;
+  std::string loss{};
   std::string lr_input = "lr";
-  std::string step_input;                // empty when the optimizer needs no step
-  std::vector<std::string> parameters;   // updated, in graph order
-  std::vector<std::string> frozen;       // parameters the loss does not depend on (not updated)
-  std::vector<std::string> optimizer_state;
+  std::string step_input{};                // empty when the optimizer needs no step
+  std::vector<std::string> parameters{};   // updated, in graph order
+  std::vector<std::string> frozen{};     // parameters the loss does not depend on (not updated)
+  std::vector<std::string> optimizer_state{};
 };
 
 // Appends the backward graph and the updates for every parameter. The loss

@@ -29,11 +29,11 @@
 namespace weir {
 
 struct TrainerOptions {
-  std::vector<std::string> feeds;  // the graph input each dataset field feeds, in field order
+  std::vector<std::string> feeds{};  // the graph input each dataset field feeds, in field order
   LrSchedule lr = LrSchedule::constant(1e-3);
   std::ostream* log = &std::cerr;  // progress and messages; nullptr: quiet
   int progress_terminal = -1;      // -1: redraw in place when stderr is a terminal
-  std::filesystem::path checkpoint;  // when set: saved every checkpoint_every steps and at the end of each run
+  std::filesystem::path checkpoint{};  // when set: saved every checkpoint_every steps and at the end of each run
   int64_t checkpoint_every = 0;
 };
 

@@ -204,8 +204,11 @@ class ClipByGlobalNormKernel final : public OpKernel {
         }
       });
     }
-    Tensor& norm_out = ctx.allocate_output(ctx.num_inputs(), DType::kFloat32, {});
-    norm_out.data<float>()[0] = static_cast<float>(norm);
+    // The norm has the gradients' type (the schema's outputs share T).
+    Tensor& norm_out = ctx.allocate_output(ctx.num_inputs(), ctx.input(0).dtype(), {});
+    dispatch_dtype(norm_out.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) norm_out.data<T>()[0] = store<T>(static_cast<ComputeType<T>>(norm));
+    });
   }
 
  private:

@@ -93,7 +93,7 @@ void register_optimizer_schemas(OpRegistry& registry) {
       .type_constraint("T", {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16})
       .required_attr("max_norm", AttrType::kFloat)
       .infer([](InferenceContext& ctx) {
-        // Outputs: one per gradient, then the global norm (a f32 scalar).
+        // Outputs: one per gradient, then the global norm (a scalar of their type).
         size_t n = ctx.num_outputs();
         if (n != ctx.num_inputs() + 1) {
           ctx.fail("has " + std::to_string(n) + " outputs; expected one per gradient (" +
@@ -102,7 +102,8 @@ void register_optimizer_schemas(OpRegistry& registry) {
         for (size_t i = 0; i < ctx.num_inputs(); ++i) {
           if (const TensorType* grad = ctx.input_type(i)) ctx.set_output_type(i, *grad);
         }
-        ctx.set_output_type(n - 1, {DType::kFloat32, Shape{}});
+        const TensorType* first = ctx.input_type(0);
+        ctx.set_output_type(n - 1, {first != nullptr ? first->dtype : DType::kUndefined, Shape{}});
       })
       .doc("the global L2 norm of all grads; each is scaled by max_norm / norm when norm > max_norm. "
            "Outputs the clipped grads and the norm");

@@ -31,8 +31,8 @@ std::vector<Value*> append_backward(Graph& graph, Value* loss, const std::vector
                                     const OpRegistry& registry);
 
 struct AutodiffOptions {
-  std::string loss;               // the scalar to differentiate
-  std::vector<std::string> wrt;   // empty: every persistent value with the parameter role
+  std::string loss{};               // the scalar to differentiate
+  std::vector<std::string> wrt{};   // empty: every persistent value with the parameter role
   bool add_outputs = false;       // also make each gradient a graph output
 };
 

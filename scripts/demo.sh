@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # The README's demo command: on a fresh Debian 12 machine, installs what Weir
-# needs, builds it and runs the demo. Until training lands (issue: frontend
-# and end-to-end training), the demo builds the tests' smoke model: an MLP
-# graph that is verified, saved as .weir and .weirtxt, loaded back and run.
+# needs, builds graph-runner, trains LeNet on Fashion-MNIST for one epoch
+# (printing test_accuracy), saves the trained model, and runs it with
+# graph-runner on the first 16 test images.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
 cmake --preset release
-cmake --build --preset release --target smoke_model
-./build/release/examples/smoke_model build/demo
+cmake --build --preset release --target graph-runner
+
+runner=build/release/tools/graph-runner/graph-runner
+out=build/demo
+mkdir -p "$out"
+"$runner" train --model lenet --epochs 1 --batch 64 --optimizer adam --lr 1e-3 \
+  --save "$out/lenet.weir" --save-test-batch "$out/test"
+"$runner" run "$out/lenet.weir" -i x="$out/test-images.npy" -o "$out/outputs"
+echo "demo: the trained model is $out/lenet.weir; its logits for 16 test images are in $out/outputs/logits.npy" \
+     "(labels: $out/test-labels.npy)"

@@ -1,0 +1,95 @@
+// graph-runner as users run it: real processes, exit statuses and output.
+// train a small model, save it, run it on saved test images; and bad input
+// (missing file, wrong input name, a misshapen .npy, a corrupt model, an
+// unknown model name) gives one "error: ..." line and a non-zero status.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "frontend/data/idx.h"
+#include "frontend/data/npy.h"
+#include "tests/test_util.h"
+
+namespace weir {
+namespace {
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+  std::string command = std::string(WEIR_GRAPH_RUNNER) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+void expect_error(const Result& r, const std::string& mentions) {
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(mentions), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+TEST(GraphRunner, TrainSaveAndRunTheModel) {
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  testing::ScratchDir dir;
+  std::string model = (dir / "mlp.weir").string();
+  Result train = run("train --model mlp --steps 200 --save " + model + " --save-test-batch " + (dir / "test").string());
+  ASSERT_EQ(train.status, 0) << train.output;
+  for (const char* line : {"ms_per_step: ", "peak_memory_bytes: ", "test_accuracy: "}) {
+    EXPECT_NE(train.output.find(line), std::string::npos) << line << "\n" << train.output;
+  }
+  Result ran = run("run " + model + " -i x=" + (dir / "test-images.npy").string() + " -o " + (dir / "out").string());
+  ASSERT_EQ(ran.status, 0) << ran.output;
+  Tensor logits = read_npy(dir / "out" / "logits.npy");
+  ASSERT_EQ(logits.sizes(), (std::vector<int64_t>{16, 10}));
+  Tensor labels = read_npy(dir / "test-labels.npy");
+  int correct = 0;
+  for (int64_t i = 0; i < 16; ++i) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < 10; ++c) {
+      if (logits.data<float>()[i * 10 + c] > logits.data<float>()[i * 10 + best]) best = c;
+    }
+    correct += best == labels.data<int64_t>()[i];
+  }
+  EXPECT_GE(correct, 10) << "200 steps of Adam should classify most of 16 test images";
+
+  // Bad input, each a clean error.
+  expect_error(run("run " + (dir / "nope.weir").string()), "nope.weir");
+  expect_error(run("run " + model + " -i images=" + (dir / "test-images.npy").string()), "no input 'images'");
+  write_npy(dir / "flat.npy", Tensor(DType::kFloat32, {16, 784}));
+  expect_error(run("run " + model + " -i x=" + (dir / "flat.npy").string()), "'x'");
+  expect_error(run("run " + model), "--random-inputs");
+  std::string bytes = read_file(model, 1 << 26);
+  write_file_atomically(dir / "cut.weir", bytes.substr(0, bytes.size() / 2));
+  expect_error(run("run " + (dir / "cut.weir").string() + " --random-inputs"), "cut.weir");
+  Result random = run("run " + model + " --random-inputs -o " + (dir / "random").string());
+  EXPECT_EQ(random.status, 0) << random.output;
+}
+
+TEST(GraphRunner, UsageErrors) {
+  expect_error(run("train --model vgg --data synthetic --steps 1"), "resnet18");
+  Result none = run("");
+  EXPECT_NE(none.status, 0);
+  Result help = run("train --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.output.find("--optimizer"), std::string::npos) << help.output;
+  Result synthetic = run("train --model bert --data synthetic --steps 3 --layers 1");
+  EXPECT_EQ(synthetic.status, 0) << synthetic.output;
+  EXPECT_NE(synthetic.output.find("ms_per_step: "), std::string::npos) << synthetic.output;
+}
+
+}  // namespace
+}  // namespace weir

@@ -1,6 +1,5 @@
-// Graphs the runtime tests share: a reverse-mode helper that appends the
-// backward graph from the ops' gradient rules, and builders for an MLP and
-// a ResNet-style conv net.
+// Graphs the runtime tests share: gradients through the autodiff pass, and
+// builders for an MLP and a ResNet-style conv net.
 #pragma once
 
 #include <map>
@@ -12,6 +11,7 @@
 #include "core/graph.h"
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
+#include "passes/autodiff/autodiff.h"
 #include "tests/test_util.h"
 
 namespace weir::testing {
@@ -22,49 +22,12 @@ inline Tensor random_tensor(std::vector<int64_t> sizes, uint32_t seed, float sca
   return Tensor::from_vector(random_floats(static_cast<size_t>(n), seed, -scale, scale), sizes);
 }
 
-// Appends d(loss)/d(w) for each w in `wrt`, built from the gradient rules of
-// the nodes between them and `loss` (a scalar). Backward nodes run on the
-// device of the forward node they come from. A test stand-in for the
-// autodiff pass.
+// Appends d(loss)/d(w) for each w in `wrt` with the autodiff pass; backward
+// nodes run on the device of the forward node they come from.
 inline std::vector<Value*> append_gradients(Graph& g, Value* loss, const std::vector<Value*>& wrt) {
-  const OpRegistry& registry = default_op_registry();
-  infer_graph_types(g, registry);
-  std::unordered_map<const Value*, Value*> grads;
-  grads[loss] = g.add_constant(g.unique_name(loss->name() + "_seed"), Tensor::scalar<float>(1.0f));
-  std::vector<Node*> order = g.topological_order();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Node* node = *it;
-    std::vector<Value*> out_grads;
-    bool any = false;
-    for (Value* out : node->outputs()) {
-      auto found = out != nullptr ? grads.find(out) : grads.end();
-      out_grads.push_back(found == grads.end() ? nullptr : found->second);
-      any = any || found != grads.end();
-    }
-    if (!any) continue;
-    std::vector<Node*> before = g.nodes();
-    std::set<Node*> existing(before.begin(), before.end());
-    GradientContext ctx(g, *node, out_grads);
-    registry.get(node->op_type()).gradient_rule()(ctx);
-    for (size_t i = 0; i < node->num_inputs(); ++i) {
-      Value* grad = ctx.input_grads().size() > i ? ctx.input_grads()[i] : nullptr;
-      if (grad == nullptr) continue;
-      Value* input = node->input(i);
-      auto found = grads.find(input);
-      if (found == grads.end()) {
-        grads[input] = grad;
-      } else {
-        grads[input] = g.add_node("Add", {found->second, grad})->output(0);
-      }
-    }
-    for (Node* added : g.nodes()) {
-      if (!existing.count(added)) added->set_device(node->device());
-    }
-    infer_graph_types(g, registry);
-  }
-  std::vector<Value*> result;
-  for (Value* w : wrt) result.push_back(grads.at(w));
-  return result;
+  std::vector<Value*> grads = append_backward(g, loss, wrt, default_op_registry());
+  infer_graph_types(g, default_op_registry());
+  return grads;
 }
 
 struct MlpParams {

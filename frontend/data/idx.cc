@@ -70,8 +70,8 @@ Tensor read_idx(const std::filesystem::path& path) {
     read_exact(file.get(), path, b, 4, "dimensions");
     uint32_t dim = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
     sizes.push_back(dim);
+    if (dim != 0 && count > kMaxIdxBytes / dtype_size(dtype) / dim) throw format_error(path, "IDX data larger than 4 GiB");
     count *= dim;
-    if (count * dtype_size(dtype) > kMaxIdxBytes) throw format_error(path, "IDX data larger than 4 GiB");
   }
   Tensor t = Tensor::uninitialized(dtype, sizes);
   read_exact(file.get(), path, t.raw_data(), t.nbytes(), "data");

@@ -142,8 +142,10 @@ Tensor parse_npy(std::string_view bytes, const std::string& where) {
       long long v = std::strtoll(token.c_str(), &end, 10);
       if (end == token.c_str() || v < 0) throw format_error(where, "bad dimension '" + token + "' in shape " + shape);
       sizes.push_back(v);
+      if (v != 0 && count > kMaxFileBytes / static_cast<uint64_t>(v)) {
+        throw format_error(where, "shape " + shape + " is too large");
+      }
       count *= static_cast<uint64_t>(v);
-      if (count > kMaxFileBytes) throw format_error(where, "shape " + shape + " is too large");
     }
     if (j == std::string::npos) break;
     i = j + 1;
@@ -210,7 +212,11 @@ std::vector<std::pair<std::string, Tensor>> read_npz_ordered(const std::filesyst
     if (uint64_t{local} + 30 > n || le32(p + local) != 0x04034b50) throw format_error(member, "zip member header is corrupt");
     size_t data = local + 30 + size_t{le16(p + local + 26)} + le16(p + local + 28);
     if (uint64_t{data} + compressed > n) throw format_error(member, "zip member runs past the end of the file");
-    if (size > kMaxFileBytes) throw format_error(member, "zip member is too large");
+    // Deflate expands at most about 1032:1; a larger claim is a lie, refused
+    // before allocating for it.
+    if (size > kMaxFileBytes || (method == 8 && uint64_t{size} > uint64_t{compressed} * 1032 + 1024)) {
+      throw format_error(member, "zip member claims an implausible size");
+    }
     std::string content;
     if (method == 0) {
       if (compressed != size) throw format_error(member, "stored zip member has different sizes");

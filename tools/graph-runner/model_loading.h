@@ -1,6 +1,9 @@
 // Loads any model file graph-runner accepts into a compiled plan: .weir /
 // .weirtxt (compiled here), .weirplan (mmap'ed, already compiled) or .onnx
 // (imported, then compiled). The format is chosen by extension.
+//
+//   std::shared_ptr<const weir::Plan> plan = weir::tools::load_runnable("lenet.weir");
+//   weir::Session session(plan);
 #pragma once
 
 #include <filesystem>

@@ -47,26 +47,21 @@ ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool tr
                   {.layers = options.layers, .hidden = options.hidden, .heads = options.heads, .vocab = options.vocab,
                    .max_positions = std::max<int64_t>(options.seq, 1), .classes = options.classes, .training = training});
   }
+  // Graph outputs get stable names ("loss", "logits"), which files and feeds use.
+  auto add_named_output = [&](Var value, const std::string& output_name) {
+    if (!b.ok()) return;
+    Value* named = b.graph().add_value(output_name);
+    b.graph().add_node_with_outputs("Identity", {value.value()}, {named}, {}, output_name + "_output");
+    named->set_type(value.type());
+    b.graph().add_output(named);
+  };
   if (training) {
     Var labels = b.input(result.labels, {DType::kInt64, Shape(std::vector<Dim>{dims.front()})});
-    Var loss = nn::cross_entropy(logits, labels);
-    if (b.ok()) {
-      // The loss gets a stable name: graph outputs are named values.
-      Value* named = b.graph().add_value(result.loss);
-      b.graph().add_node_with_outputs("Identity", {loss.value()}, {named}, {}, "loss_output");
-      named->set_type(loss.type());
-      b.graph().add_output(named);
-    }
-    result.graph = b.finish();
+    add_named_output(nn::cross_entropy(logits, labels), result.loss);
   } else {
-    if (b.ok()) {
-      Value* named = b.graph().add_value(result.logits);
-      b.graph().add_node_with_outputs("Identity", {logits.value()}, {named}, {}, "logits_output");
-      named->set_type(logits.type());
-      b.graph().add_output(named);
-    }
-    result.graph = b.finish();
+    add_named_output(logits, result.logits);
   }
+  result.graph = b.finish();
   return result;
 }
 

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/tensor.h"
+
 namespace weir::testing {
 
 // A fresh directory, removed with everything in it when the object dies.
@@ -44,6 +46,16 @@ inline std::vector<float> random_floats(size_t count, uint32_t seed, float low =
   std::vector<float> values(count);
   for (float& value : values) value = distribution(engine);
   return values;
+}
+
+// An f64 tensor of uniform values in [-scale, scale) from a fixed seed.
+inline Tensor random_f64_tensor(const std::vector<int64_t>& sizes, uint32_t seed, double scale = 1.0) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<float> f = random_floats(static_cast<size_t>(n), seed, -1.0f, 1.0f);
+  Tensor t(DType::kFloat64, sizes);
+  for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = scale * f[static_cast<size_t>(i)];
+  return t;
 }
 
 }  // namespace weir::testing

@@ -22,14 +22,7 @@
 namespace weir {
 namespace {
 
-Tensor random_f64(std::vector<int64_t> sizes, uint32_t seed, double scale) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  std::vector<float> f = testing::random_floats(static_cast<size_t>(n), seed, -1.0f, 1.0f);
-  Tensor t(DType::kFloat64, sizes);
-  for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = scale * f[static_cast<size_t>(i)];
-  return t;
-}
+using testing::random_f64_tensor;
 
 const std::vector<std::string> kParams = {"w1", "b1", "w2", "b2"};
 
@@ -38,10 +31,10 @@ std::unique_ptr<Graph> mlp_f64() {
   GraphBuilder b("mlp", 1);
   Var x = b.input("x", {DType::kFloat64, Shape{4, 6}});
   Var labels = b.input("labels", {DType::kInt64, Shape{4}});
-  Var w1 = b.parameter("w1", random_f64({6, 5}, 1, 0.6));
-  Var b1 = b.parameter("b1", random_f64({5}, 2, 0.2));
-  Var w2 = b.parameter("w2", random_f64({5, 3}, 3, 0.6));
-  Var b2 = b.parameter("b2", random_f64({3}, 4, 0.2));
+  Var w1 = b.parameter("w1", random_f64_tensor({6, 5}, 1, 0.6));
+  Var b1 = b.parameter("b1", random_f64_tensor({5}, 2, 0.2));
+  Var w2 = b.parameter("w2", random_f64_tensor({5, 3}, 3, 0.6));
+  Var b2 = b.parameter("b2", random_f64_tensor({3}, 4, 0.2));
   Var logits = nn::matmul(nn::relu(nn::matmul(x, w1) + b1), w2) + b2;
   Var loss = nn::cross_entropy(logits, labels);
   b.output(loss);
@@ -56,7 +49,7 @@ std::unique_ptr<Graph> mlp_f64() {
 std::map<std::string, Tensor> mlp_feeds() {
   Tensor labels(DType::kInt64, {4});
   for (int64_t i = 0; i < 4; ++i) labels.data<int64_t>()[i] = (i * 2) % 3;
-  return {{"x", random_f64({4, 6}, 5, 1.0)}, {"labels", labels}};
+  return {{"x", random_f64_tensor({4, 6}, 5, 1.0)}, {"labels", labels}};
 }
 
 // Gradients of the loss by central differences at the session's parameters.

@@ -17,14 +17,7 @@
 namespace weir {
 namespace {
 
-Tensor random_f64(std::vector<int64_t> sizes, uint32_t seed, double scale = 1.0) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  std::vector<float> f = testing::random_floats(static_cast<size_t>(n), seed, -1.0f, 1.0f);
-  Tensor t(DType::kFloat64, sizes);
-  for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = scale * f[static_cast<size_t>(i)];
-  return t;
-}
+using testing::random_f64_tensor;
 
 // loss = mean(tanh(x w + b) * (x w) + sigmoid(w)...) : w is used three times.
 struct Net {
@@ -36,9 +29,9 @@ struct Net {
 Net build_net() {
   GraphBuilder b("net", 1);
   Var x = b.input("x", {DType::kFloat64, Shape{4, 3}});
-  Var w = b.parameter("w", random_f64({3, 5}, 1));
-  Var bias = b.parameter("b", random_f64({5}, 2));
-  Var unused = b.parameter("unused", random_f64({5}, 3));
+  Var w = b.parameter("w", random_f64_tensor({3, 5}, 1));
+  Var bias = b.parameter("b", random_f64_tensor({5}, 2));
+  Var unused = b.parameter("unused", random_f64_tensor({5}, 3));
   Var xw = nn::matmul(x, w);
   Var h = nn::tanh(xw + bias) * xw;                          // xw read twice
   Var extra = nn::reduce_sum(nn::sigmoid(w), {0, 1});         // w read again
@@ -47,7 +40,7 @@ Net build_net() {
   Net net;
   net.loss = b.op("Identity", {loss}, {}, "loss").name();
   net.graph = b.finish();
-  net.feeds = {{"x", random_f64({4, 3}, 4)}};
+  net.feeds = {{"x", random_f64_tensor({4, 3}, 4)}};
   return net;
 }
 
@@ -105,7 +98,7 @@ TEST(Autodiff, GradientsMatchFiniteDifferences) {
 TEST(Autodiff, AnOpWithoutARuleOnThePathIsNamed) {
   GraphBuilder b("net", 1);
   Var x = b.input("x", {DType::kFloat64, Shape{4}});
-  Var w = b.parameter("w", random_f64({4}, 1));
+  Var w = b.parameter("w", random_f64_tensor({4}, 1));
   Var r = b.op("ZerosLike", {x * w}, {}, "zeros");  // ZerosLike has no gradient rule
   Var loss = nn::reduce_sum(r, {0});
   b.output(loss);
@@ -122,7 +115,7 @@ TEST(Autodiff, AnOpWithoutARuleOnThePathIsNamed) {
 
 TEST(Autodiff, TheLossMustBeAScalar) {
   GraphBuilder b("net", 1);
-  Var w = b.parameter("w", random_f64({4}, 1));
+  Var w = b.parameter("w", random_f64_tensor({4}, 1));
   Var y = nn::tanh(w);
   b.output(y);
   auto graph = b.finish();

@@ -77,6 +77,25 @@ TEST(GraphRunner, TrainSaveAndRunTheModel) {
   expect_error(run("run " + (dir / "cut.weir").string() + " --random-inputs"), "cut.weir");
   Result random = run("run " + model + " --random-inputs -o " + (dir / "random").string());
   EXPECT_EQ(random.status, 0) << random.output;
+
+  Result bench = run("bench " + model + " --warmup 1 --iterations 5");
+  ASSERT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("latency_ms p50="), std::string::npos) << bench.output;
+  EXPECT_NE(bench.output.find(" p99="), std::string::npos) << bench.output;
+  expect_error(run("bench " + (dir / "cut.weir").string()), "cut.weir");
+
+  std::string dot = (dir / "mlp.dot").string();
+  Result inspect = run("inspect " + model + " --dot " + dot);
+  ASSERT_EQ(inspect.status, 0) << inspect.output;
+  // 784*256 + 256 + 256*10 + 10 parameters; 2 multiply-adds per weight and example.
+  EXPECT_NE(inspect.output.find("parameters: 203530 elements, 814120 bytes"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("input  x: f32[N,1,28,28]"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("MatMul=2"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("estimated_flops: "), std::string::npos) << inspect.output;
+  std::string graph = read_file(dot, 1 << 20);
+  EXPECT_EQ(graph.rfind("digraph", 0), 0u);
+  EXPECT_NE(graph.find("MatMul"), std::string::npos);
+  expect_error(run("inspect " + (dir / "nope.weir").string()), "nope.weir");
 }
 
 TEST(GraphRunner, UsageErrors) {

@@ -7,6 +7,8 @@
 #include <exception>
 
 #include "core/error.h"
+#include "tools/graph-runner/bench_command.h"
+#include "tools/graph-runner/inspect_command.h"
 #include "tools/graph-runner/run_command.h"
 #include "tools/graph-runner/train_command.h"
 
@@ -14,6 +16,8 @@ int main(int argc, char** argv) {
   CLI::App app("graph-runner: run and train Weir models", "graph-runner");
   app.require_subcommand(1);
   weir::tools::add_run_command(app);
+  weir::tools::add_bench_command(app);
+  weir::tools::add_inspect_command(app);
   weir::tools::add_train_command(app);
   try {
     app.parse(argc, argv);

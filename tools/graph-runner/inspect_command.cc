@@ -1,0 +1,153 @@
+#include "tools/graph-runner/inspect_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "runtime/plan.h"
+#include "tools/graph-runner/model_loading.h"
+
+namespace weir::tools {
+
+namespace {
+
+struct InspectArgs {
+  std::string model;
+  std::string dot;
+};
+
+// Elements of a shape with symbolic dims counted as 1 (per example).
+int64_t elements(const Shape& shape) {
+  if (!shape.has_rank()) return 0;
+  int64_t n = 1;
+  for (const Dim& d : shape.dims()) n *= d.is_static() ? d.size() : 1;
+  return n;
+}
+
+// Multiply-adds count 2 FLOPs; other ops one per output element. An
+// estimate: good for comparing models, not for a roofline.
+int64_t estimated_flops(const Node& node) {
+  if (node.num_outputs() == 0 || node.output(0) == nullptr) return 0;
+  const Shape& out = node.output(0)->shape();
+  const std::string& op = node.op_type();
+  if ((op == "MatMul" || op == "Gemm") && node.num_inputs() >= 2 && node.input(0)->shape().has_rank()) {
+    const Shape& a = node.input(0)->shape();
+    bool trans_a = op == "Gemm" && node.has_attr("transA") && node.attr("transA").i() != 0;
+    const Dim& k = a.rank() == 1 ? a[0] : a[trans_a ? a.rank() - 2 : a.rank() - 1];
+    return 2 * elements(out) * (k.is_static() ? k.size() : 1);
+  }
+  if ((op == "Conv" || op == "ConvTranspose") && node.num_inputs() >= 2 && node.input(1)->shape().has_rank()) {
+    // W is [out, in/group, k...] for Conv: each output element sums over
+    // in/group x k taps. For ConvTranspose W is [in, out/group, k...]: each
+    // input element scatters into out/group x k outputs.
+    const Shape& w = node.input(1)->shape();
+    int64_t taps = 1;
+    for (size_t i = 1; i < static_cast<size_t>(w.rank()); ++i) taps *= w[i].is_static() ? w[i].size() : 1;
+    return 2 * (op == "Conv" ? elements(out) : elements(node.input(0)->shape())) * taps;
+  }
+  return elements(out);
+}
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string graphviz(const Graph& graph) {
+  std::ostringstream dot;
+  dot << "digraph \"" << escape(graph.name()) << "\" {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (const Value* input : graph.inputs()) {
+    dot << "  \"v:" << escape(input->name()) << "\" [shape=ellipse, label=\"" << escape(input->name()) << "\\n"
+        << escape(input->type().to_string()) << "\"];\n";
+  }
+  for (const Node* node : graph.nodes()) {
+    dot << "  \"n:" << escape(node->name()) << "\" [label=\"" << escape(node->op_type()) << "\\n" << escape(node->name())
+        << "\"];\n";
+    for (const Value* input : node->inputs()) {
+      if (input == nullptr) continue;
+      if (input->producer() != nullptr) {
+        dot << "  \"n:" << escape(input->producer()->name()) << "\" -> \"n:" << escape(node->name()) << "\" [label=\""
+            << escape(input->type().to_string()) << "\"];\n";
+      } else if (input->kind() == ValueKind::kInput) {
+        dot << "  \"v:" << escape(input->name()) << "\" -> \"n:" << escape(node->name()) << "\";\n";
+      }
+    }
+    for (const Node* control : node->control_inputs()) {
+      dot << "  \"n:" << escape(control->name()) << "\" -> \"n:" << escape(node->name()) << "\" [style=dashed];\n";
+    }
+  }
+  for (const Value* output : graph.outputs()) {
+    dot << "  \"out:" << escape(output->name()) << "\" [shape=ellipse, label=\"" << escape(output->name()) << "\\n"
+        << escape(output->type().to_string()) << "\"];\n";
+    if (output->producer() != nullptr) {
+      dot << "  \"n:" << escape(output->producer()->name()) << "\" -> \"out:" << escape(output->name()) << "\";\n";
+    }
+  }
+  dot << "}\n";
+  return dot.str();
+}
+
+void inspect(const InspectArgs& args) {
+  std::shared_ptr<const Plan> plan = load_runnable(args.model);
+  const Graph& graph = plan->graph();
+  std::printf("model: %s (graph '%s', %zu nodes)\n", args.model.c_str(), graph.name().c_str(), graph.num_nodes());
+  for (const Value* v : graph.inputs()) std::printf("input  %s: %s\n", v->name().c_str(), v->type().to_string().c_str());
+  for (const Value* v : graph.outputs()) std::printf("output %s: %s\n", v->name().c_str(), v->type().to_string().c_str());
+
+  std::map<std::string, int> histogram;
+  int64_t flops = 0;
+  for (const Node* node : graph.nodes()) {
+    ++histogram[node->op_type()];
+    flops += estimated_flops(*node);
+  }
+  std::vector<std::pair<int, std::string>> ops;
+  for (const auto& [op, count] : histogram) ops.emplace_back(count, op);
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::printf("ops:");
+  for (const auto& [count, op] : ops) std::printf(" %s=%d", op.c_str(), count);
+  std::printf("\n");
+
+  int64_t parameters = 0, parameter_bytes = 0, constants = 0, constant_bytes = 0;
+  for (const Value* v : graph.persistents()) {
+    parameters += elements(v->shape());
+    parameter_bytes += elements(v->shape()) * static_cast<int64_t>(dtype_size(v->dtype()));
+  }
+  for (const Value* v : graph.constants()) {
+    constants += v->data().num_elements();
+    constant_bytes += static_cast<int64_t>(v->data().nbytes());
+  }
+  std::printf("parameters: %lld elements, %lld bytes (persistent values)\n", static_cast<long long>(parameters),
+              static_cast<long long>(parameter_bytes));
+  std::printf("constants: %lld elements, %lld bytes\n", static_cast<long long>(constants),
+              static_cast<long long>(constant_bytes));
+  bool symbolic = false;
+  for (const Value* v : graph.inputs()) {
+    for (const Dim& d : v->shape().dims()) symbolic = symbolic || !d.is_static();
+  }
+  std::printf("estimated_flops: %lld%s\n", static_cast<long long>(flops), symbolic ? " (symbolic dims counted as 1)" : "");
+  std::printf("planned_peak_memory_bytes: %lld (intermediates of static shape; %lld without reuse)\n",
+              static_cast<long long>(plan->memory().planned_bytes()),
+              static_cast<long long>(plan->memory().total_value_bytes));
+  if (!args.dot.empty()) {
+    write_file_atomically(args.dot, graphviz(graph));
+    std::printf("graphviz: %s\n", args.dot.c_str());
+  }
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Print a model's inputs, outputs, ops, weights, FLOPs and planned memory");
+  cmd->add_option("model", args->model, "the model file (.weir, .weirtxt, .weirplan or .onnx)")->required();
+  cmd->add_option("--dot", args->dot, "also write the graph as Graphviz to this file");
+  cmd->callback([args] { inspect(*args); });
+}
+
+}  // namespace weir::tools

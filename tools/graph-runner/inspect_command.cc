@@ -15,6 +15,7 @@ namespace {
 
 struct InspectArgs {
   std::string model;
+  std::vector<std::string> plugins;
   std::string dot;
 };
 
@@ -94,7 +95,8 @@ std::string graphviz(const Graph& graph) {
 }
 
 void inspect(const InspectArgs& args) {
-  std::shared_ptr<const Plan> plan = load_runnable(args.model);
+  std::unique_ptr<OpSet> op_set = make_op_set(args.plugins);
+  std::shared_ptr<const Plan> plan = load_runnable(args.model, *op_set);
   const Graph& graph = plan->graph();
   std::printf("model: %s (graph '%s', %zu nodes)\n", args.model.c_str(), graph.name().c_str(), graph.num_nodes());
   for (const Value* v : graph.inputs()) std::printf("input  %s: %s\n", v->name().c_str(), v->type().to_string().c_str());
@@ -146,6 +148,7 @@ void add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print a model's inputs, outputs, ops, weights, FLOPs and planned memory");
   cmd->add_option("model", args->model, "the model file (.weir, .weirtxt, .weirplan or .onnx)")->required();
+  cmd->add_option("--plugin", args->plugins, kPluginHelp);
   cmd->add_option("--dot", args->dot, "also write the graph as Graphviz to this file");
   cmd->callback([args] { inspect(*args); });
 }

@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
+#include "frontend/onnx/onnx_tensor.h"
 #include "tests/test_util.h"
 
 namespace weir {
@@ -96,6 +97,24 @@ TEST(GraphRunner, TrainSaveAndRunTheModel) {
   EXPECT_EQ(graph.rfind("digraph", 0), 0u);
   EXPECT_NE(graph.find("MatMul"), std::string::npos);
   expect_error(run("inspect " + (dir / "nope.weir").string()), "nope.weir");
+}
+
+// An ONNX backend node test run from its .pb TensorProto files, with a
+// profile and the verbose summary.
+TEST(GraphRunner, RunsOnnxWithTensorProtoInputsAndWritesAProfile) {
+  const std::filesystem::path test = "/usr/share/libonnx-testdata/data/node/test_relu";
+  if (!std::filesystem::exists(test)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  testing::ScratchDir dir;
+  Result r = run("run " + (test / "model.onnx").string() + " -i x=" + (test / "test_data_set_0/input_0.pb").string() +
+                 " -o " + (dir / "out").string() + " --verbose --profile " + (dir / "trace.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("plan: 1 steps"), std::string::npos) << r.output;
+  Tensor y = read_npy(dir / "out" / "y.npy");
+  Tensor expected = read_onnx_tensor_file((test / "test_data_set_0/output_0.pb").string());
+  EXPECT_TRUE(y.bitwise_equal(expected));
+  std::string trace = read_file(dir / "trace.json", 1 << 20);
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos) << trace;
+  EXPECT_NE(trace.find("Relu"), std::string::npos) << trace;
 }
 
 TEST(GraphRunner, UsageErrors) {

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "frontend/train/progress.h"
+#include "runtime/profiler.h"
 #include "runtime/session.h"
 #include "tools/graph-runner/model_inputs.h"
 #include "tools/graph-runner/model_loading.h"
@@ -21,6 +22,7 @@ struct BenchArgs {
   int warmup = 5;
   int iterations = 50;
   int threads = 1;
+  std::string profile;
 };
 
 // The value at fraction q of the sorted samples (nearest rank).
@@ -38,12 +40,15 @@ void bench(const BenchArgs& args) {
   options.inter_op_threads = args.threads;
   Session session(plan, options);
   for (int i = 0; i < args.warmup; ++i) session.run(feeds);
+  Profiler profiler;
+  RunOptions run_options;
+  if (!args.profile.empty()) run_options.profiler = &profiler;
   std::vector<double> ms;
   Progress progress(std::cerr, args.iterations, "bench");
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < args.iterations; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    session.run(feeds);
+    session.run(feeds, run_options);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     progress.update(i + 1, {{"ms", ms.back()}});
   }
@@ -53,6 +58,7 @@ void bench(const BenchArgs& args) {
   std::printf("latency_ms p50=%.3f p90=%.3f p99=%.3f min=%.3f max=%.3f\n", percentile(ms, 0.5), percentile(ms, 0.9),
               percentile(ms, 0.99), ms.front(), ms.back());
   std::printf("throughput: %.1f runs/s over %d runs\n", static_cast<double>(args.iterations) / seconds, args.iterations);
+  if (!args.profile.empty()) profiler.write_chrome_trace(args.profile);
 }
 
 }  // namespace
@@ -62,10 +68,11 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Run a model repeatedly; print latency percentiles and throughput");
   cmd->add_option("model", args->model, "the model file (.weir, .weirtxt, .weirplan or .onnx)")->required();
   cmd->add_option("--plugin", args->plugins, kPluginHelp);
-  cmd->add_option("-i,--input", args->inputs, "an input as NAME=FILE.npy (repeatable); others are seeded random");
+  cmd->add_option("-i,--input", args->inputs, "an input as NAME=FILE.npy or NAME=FILE.pb (repeatable); others are seeded random");
   cmd->add_option("--warmup", args->warmup, "untimed runs first (default 5)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--iterations", args->iterations, "timed runs (default 50)")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", args->threads, "inter-op threads (default 1)")->check(CLI::Range(1, 256));
+  cmd->add_option("--profile", args->profile, "write a Chrome/Perfetto trace of the timed runs here");
   cmd->callback([args] { bench(*args); });
 }
 

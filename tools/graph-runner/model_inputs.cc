@@ -1,9 +1,11 @@
 #include "tools/graph-runner/model_inputs.h"
 
+#include <filesystem>
 #include <random>
 
 #include "core/error.h"
 #include "frontend/data/npy.h"
+#include "frontend/onnx/onnx_tensor.h"
 
 namespace weir::tools {
 
@@ -47,7 +49,9 @@ std::map<std::string, Tensor> model_inputs(const Graph& graph, const std::vector
       for (const Value* v : graph.inputs()) names += (names.empty() ? "" : ", ") + v->name() + ": " + v->type().to_string();
       throw Error(ErrorKind::kInvalidArgument, "-i '" + spec + "': the model has no input '" + name + "' (inputs: " + names + ")");
     }
-    feeds[name] = read_npy(spec.substr(eq + 1));
+    // .pb: a serialized ONNX TensorProto (as in ONNX test data); else .npy.
+    std::filesystem::path file = spec.substr(eq + 1);
+    feeds[name] = file.extension() == ".pb" ? read_onnx_tensor_file(file.string()) : read_npy(file);
   }
   uint64_t seed = 1;
   for (const Value* input : graph.inputs()) {

@@ -1,5 +1,6 @@
-// The feeds graph-runner gives a model: `-i NAME=FILE.npy` files, and seeded
-// random values for the rest when asked.
+// The feeds graph-runner gives a model: `-i NAME=FILE` files (.npy, or .pb
+// for a serialized ONNX TensorProto), and seeded random values for the rest
+// when asked.
 //
 //   std::map<std::string, weir::Tensor> feeds = weir::tools::model_inputs(plan->graph(), {"x=img.npy"}, true);
 #pragma once

@@ -1,11 +1,13 @@
 #include "tools/graph-runner/run_command.h"
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "core/error.h"
 #include "frontend/data/npy.h"
+#include "runtime/profiler.h"
 #include "runtime/session.h"
 #include "tools/graph-runner/model_inputs.h"
 #include "tools/graph-runner/model_loading.h"
@@ -20,6 +22,8 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string output_dir = ".";
   bool random_inputs = false;
+  std::string profile;
+  bool verbose = false;
   int threads = 1;
 };
 
@@ -40,7 +44,20 @@ void run(const RunArgs& args) {
   SessionOptions options;
   options.inter_op_threads = args.threads;
   Session session(plan, options);
-  std::vector<Tensor> outputs = session.run(feeds);
+  Profiler profiler;
+  RunOptions run_options;
+  if (!args.profile.empty()) run_options.profiler = &profiler;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Tensor> outputs = session.run(feeds, run_options);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (args.verbose) {
+    std::cerr << "plan: " << plan->schedule().steps.size() << " steps on " << plan->devices().size()
+              << " device(s), planned arena " << plan->memory().planned_bytes() << " bytes; run took " << ms << " ms\n";
+  }
+  if (!args.profile.empty()) {
+    profiler.write_chrome_trace(args.profile);
+    std::cerr << "profile: " << args.profile << " (" << profiler.events().size() << " events)\n";
+  }
   std::filesystem::create_directories(args.output_dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::filesystem::path file = std::filesystem::path(args.output_dir) / (file_name_for(graph.outputs()[i]->name()) + ".npy");
@@ -56,10 +73,12 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Run a model (.weir, .weirtxt, .weirplan or .onnx) once; write each output as DIR/NAME.npy");
   cmd->add_option("model", args->model, "the model file")->required();
   cmd->add_option("--plugin", args->plugins, kPluginHelp);
-  cmd->add_option("-i,--input", args->inputs, "an input as NAME=FILE.npy (repeatable)");
+  cmd->add_option("-i,--input", args->inputs, "an input as NAME=FILE.npy or NAME=FILE.pb (ONNX TensorProto); repeatable");
   cmd->add_option("-o,--output-dir", args->output_dir, "where the outputs go (default: .)");
   cmd->add_flag("--random-inputs", args->random_inputs, "seeded random values for inputs not given with -i");
   cmd->add_option("--threads", args->threads, "inter-op threads (default 1)")->check(CLI::Range(1, 256));
+  cmd->add_option("--profile", args->profile, "write a Chrome/Perfetto trace of the run here");
+  cmd->add_flag("--verbose", args->verbose, "print the plan's size and the run's time to stderr");
   cmd->callback([args] { run(*args); });
 }
 

@@ -20,12 +20,16 @@
 
 namespace weir {
 
+class KernelRegistry;
+
 class PassContext {
  public:
   PassContext();
-  explicit PassContext(const OpRegistry& registry) : registry_(&registry) {}
+  explicit PassContext(const OpRegistry& registry, const KernelRegistry* kernels = nullptr);
 
   const OpRegistry& registry() const { return *registry_; }
+  // The kernels passes that evaluate nodes (constant folding) run.
+  const KernelRegistry& kernels() const { return *kernels_; }
 
   // The options object of type T, default-constructed on first use.
   template <typename T>
@@ -37,6 +41,7 @@ class PassContext {
 
  private:
   const OpRegistry* registry_;
+  const KernelRegistry* kernels_;
   std::map<std::type_index, std::any> options_;
 };
 

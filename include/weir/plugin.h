@@ -64,6 +64,10 @@ enum WeirDType {
 
 enum WeirAttrType { WEIR_ATTR_INT = 0, WEIR_ATTR_FLOAT = 1, WEIR_ATTR_STRING = 2 };
 
+/* WeirOpDef.flags. Without WEIR_OP_FLAG_PURE an op is treated as stateful:
+ * passes never fold it at compile time nor merge two identical nodes of it. */
+enum WeirOpFlag { WEIR_OP_FLAG_PURE = 1 /* same inputs, same outputs; no side effects */ };
+
 typedef struct WeirAttrSpec {
   const char* name;
   int32_t type;        /* WeirAttrType */
@@ -138,6 +142,7 @@ typedef struct WeirOpDef {
   int32_t (*compute)(void* state, WeirKernelContext* ctx, char* error, size_t error_size);
   void (*destroy)(void* state); /* optional */
   const char* doc;              /* optional */
+  int32_t flags;                /* optional: WeirOpFlag bits; default 0 (stateful) */
 } WeirOpDef;
 
 typedef struct WeirPluginInfo {

@@ -18,7 +18,8 @@
 // `const Attributes&`, then Input<T> per input and Output<T> per output.
 // Outputs take input 0's shape; inputs must have T's dtype (checked). A C++
 // exception thrown by the function becomes the op's error message; nothing
-// throws across the C boundary.
+// throws across the C boundary. Such an op is declared pure (a function of
+// its inputs and attributes), so passes may fold and merge it.
 #pragma once
 
 #include <cstdint>
@@ -215,6 +216,7 @@ WeirOpDef op(const char* name, std::initializer_list<const char*> inputs, std::i
   def.compute = &F::compute;
   def.destroy = &F::destroy;
   def.doc = nullptr;
+  def.flags = WEIR_OP_FLAG_PURE;  // a function of its inputs and attributes
   if (F::num_inputs != def.num_inputs || F::num_outputs != def.num_outputs) {
     def.compute = nullptr;  // refused by the loader: the names do not match the function
   }

@@ -44,6 +44,7 @@ struct OpDef {
   decltype(WeirOpDef::compute) compute = nullptr;
   decltype(WeirOpDef::destroy) destroy = nullptr;
   std::string doc;
+  bool pure = false;
   std::shared_ptr<void> library;
 
   std::string label() const { return "plugin '" + plugin + "' op '" + name + "'"; }
@@ -277,6 +278,7 @@ std::shared_ptr<OpDef> read_op(const WeirOpDef& op, const std::string& plugin, c
   def->compute = op.compute;
   def->destroy = op.struct_size > offsetof(WeirOpDef, destroy) ? op.destroy : nullptr;
   def->doc = op.struct_size > offsetof(WeirOpDef, doc) && op.doc != nullptr ? op.doc : "";
+  def->pure = op.struct_size > offsetof(WeirOpDef, flags) && (op.flags & WEIR_OP_FLAG_PURE) != 0;
   return def;
 }
 
@@ -340,6 +342,8 @@ LoadedPlugin load_plugin(const std::filesystem::path& path, OpRegistry& ops, Ker
     std::shared_ptr<const OpDef> shared = def;
     schema.infer([shared](InferenceContext& ctx) { infer_with_plugin(*shared, ctx); });
     schema.doc(def->doc.empty() ? def->label() : def->doc);
+    // Unless the plugin vouches for purity, passes must not fold or merge it.
+    if (!def->pure) schema.traits(OpTrait::kStateful);
     ops.add(std::move(schema));
     kernels.add(def->name, DeviceType::kCpu, def->dtypes,
                 [shared](const Node& node) { return std::make_unique<PluginKernel>(node, shared); });

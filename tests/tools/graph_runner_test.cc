@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "core/atomic_file.h"
+#include "core/model_io.h"
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
 #include "frontend/onnx/onnx_tensor.h"
@@ -115,6 +116,55 @@ TEST(GraphRunner, RunsOnnxWithTensorProtoInputsAndWritesAProfile) {
   std::string trace = read_file(dir / "trace.json", 1 << 20);
   EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos) << trace;
   EXPECT_NE(trace.find("Relu"), std::string::npos) << trace;
+}
+
+// optimize and verify on a model with something for every pass to do: an
+// Identity, a constant branch, a duplicated product and a dead branch.
+TEST(GraphRunner, OptimizeAndVerify) {
+  testing::ScratchDir dir;
+  Model model;
+  model.graph = std::make_unique<Graph>("cluttered");
+  Graph& g = *model.graph;
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{2, 3}});
+  Value* w = g.add_constant("w", Tensor::from_vector<float>({1, -2, 3, 0.5f, 1, -1, 2, 2, 0.25f}, {3, 3}));
+  Value* c = g.add_constant("c", Tensor::from_vector<float>({0.5f, 1, 1.5f}, {3}));
+  Value* scale = g.add_node("Tanh", {g.add_node("Mul", {c, c})->output(0)})->output(0);
+  Value* p1 = g.add_node("MatMul", {g.add_node("Identity", {x})->output(0), w})->output(0);
+  Value* p2 = g.add_node("MatMul", {x, w})->output(0);
+  g.add_node("Sigmoid", {p1});  // dead
+  Value* y = g.add_node("Mul", {g.add_node("Add", {p1, p2})->output(0), scale}, 1, {}, "y")->output(0);
+  g.add_output(y);
+  save_model(model, dir / "cluttered.weir");
+  std::string in = (dir / "cluttered.weir").string();
+
+  Result optimized = run("optimize " + in + " -o " + (dir / "clean.weirtxt").string() + " --print-after constant_folding");
+  ASSERT_EQ(optimized.status, 0) << optimized.output;
+  EXPECT_NE(optimized.output.find("# graph after constant_folding"), std::string::npos) << optimized.output;
+  EXPECT_NE(optimized.output.find("optimized: 8 nodes -> 3"), std::string::npos) << optimized.output;
+  Result plan = run("optimize " + in + " -o " + (dir / "clean.weirplan").string() + " --disable-pass constant_folding");
+  ASSERT_EQ(plan.status, 0) << plan.output;
+
+  write_npy(dir / "x.npy", Tensor::from_vector<float>({0.1f, -0.2f, 0.3f, 1.5f, -2, 0.7f}, {2, 3}));
+  std::vector<Tensor> results;
+  for (const std::string& file : {in, (dir / "clean.weirtxt").string(), (dir / "clean.weirplan").string()}) {
+    std::string out = (dir / ("out" + std::to_string(results.size()))).string();
+    Result r = run("run " + file + " -i x=" + (dir / "x.npy").string() + " -o " + out + " --opt-level 0");
+    ASSERT_EQ(r.status, 0) << r.output;
+    results.push_back(read_npy(std::filesystem::path(out) / "y_0.npy"));
+  }
+  EXPECT_TRUE(results[0].bitwise_equal(results[1]));
+  EXPECT_TRUE(results[0].bitwise_equal(results[2]));
+
+  Result verified = run("verify " + in);
+  ASSERT_EQ(verified.status, 0) << verified.output;
+  for (const char* pass : {"identity_elimination", "constant_folding", "common_subexpression_elimination",
+                           "dead_code_elimination"}) {
+    EXPECT_NE(verified.output.find(std::string("pass ") + pass), std::string::npos) << verified.output;
+  }
+  EXPECT_NE(verified.output.find("max_abs_diff=0"), std::string::npos) << verified.output;
+  expect_error(run("optimize " + in + " -o " + (dir / "x.weir").string() + " --print-after folding"), "folding");
+  expect_error(run("verify " + in + " --disable-pass nope"), "unknown pass 'nope'");
+  expect_error(run("optimize " + (dir / "clean.weirplan").string() + " -o " + (dir / "again.weir").string()), "weirplan");
 }
 
 TEST(GraphRunner, UsageErrors) {

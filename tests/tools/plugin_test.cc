@@ -124,7 +124,7 @@ TEST(Plugins, BadLibrariesAreRefusedWithAClearError) {
 TEST(Plugins, KernelAndShapeInferenceErrorsNameTheNode) {
   Registries r;
   LoadedPlugin plugin = load_plugin(WEIR_CHECKED_OPS_PLUGIN, r.ops, r.kernels);
-  EXPECT_EQ(plugin.ops, std::vector<std::string>{"CheckedSqrt"});
+  EXPECT_EQ(plugin.ops, (std::vector<std::string>{"CheckedSqrt", "Noise"}));
   CompileOptions options;
   options.ops = &r.ops;
   options.kernels = &r.kernels;
@@ -173,6 +173,24 @@ TEST(Plugins, KernelAndShapeInferenceErrorsNameTheNode) {
   EXPECT_NE(ran.status, 0);
   EXPECT_EQ(ran.output.rfind("error: ", 0), 0u) << ran.output;
   EXPECT_NE(ran.output.find("element 1 is negative"), std::string::npos) << ran.output;
+}
+
+// A plugin op that claims to be pure but is not: CSE merges two of its
+// nodes, and verify names that pass as the one that changed the outputs.
+TEST(Plugins, VerifyCatchesAPassThatAnImpureOpBreaks) {
+  testing::ScratchDir dir;
+  Model model;
+  model.graph = std::make_unique<Graph>("noisy");
+  Value* x = model.graph->add_input("x", {DType::kFloat32, Shape{4}});
+  Value* a = model.graph->add_node("Noise", {x})->output(0);
+  Value* b = model.graph->add_node("Noise", {x})->output(0);
+  model.graph->add_output(model.graph->add_node("Sub", {a, b}, 1, {}, "difference")->output(0));
+  save_model(model, dir / "noisy.weir");
+  Result r = graph_runner("verify " + (dir / "noisy.weir").string() + " --plugin " + WEIR_CHECKED_OPS_PLUGIN);
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("common_subexpression_elimination") , std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pass 'common_subexpression_elimination' changed the outputs"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ namespace {
 struct BenchArgs {
   std::string model;
   std::vector<std::string> plugins;
+  PassChoice passes;
   std::vector<std::string> inputs;
   int warmup = 5;
   int iterations = 50;
@@ -33,7 +34,7 @@ double percentile(const std::vector<double>& sorted, double q) {
 
 void bench(const BenchArgs& args) {
   std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
-  std::shared_ptr<const Plan> plan = load_runnable(args.model, *ops);
+  std::shared_ptr<const Plan> plan = load_runnable(args.model, *ops, args.passes);
   // Inputs not given with -i are seeded random values: a benchmark needs no data.
   std::map<std::string, Tensor> feeds = model_inputs(plan->graph(), args.inputs, /*random_rest=*/true);
   SessionOptions options;
@@ -67,7 +68,7 @@ void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Run a model repeatedly; print latency percentiles and throughput");
   cmd->add_option("model", args->model, "the model file (.weir, .weirtxt, .weirplan or .onnx)")->required();
-  cmd->add_option("--plugin", args->plugins, kPluginHelp);
+  add_model_options(*cmd, args->plugins, args->passes);
   cmd->add_option("-i,--input", args->inputs, "an input as NAME=FILE.npy or NAME=FILE.pb (repeatable); others are seeded random");
   cmd->add_option("--warmup", args->warmup, "untimed runs first (default 5)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--iterations", args->iterations, "timed runs (default 50)")->check(CLI::PositiveNumber);

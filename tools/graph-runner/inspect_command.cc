@@ -16,6 +16,7 @@ namespace {
 struct InspectArgs {
   std::string model;
   std::vector<std::string> plugins;
+  PassChoice passes;
   std::string dot;
 };
 
@@ -96,7 +97,7 @@ std::string graphviz(const Graph& graph) {
 
 void inspect(const InspectArgs& args) {
   std::unique_ptr<OpSet> op_set = make_op_set(args.plugins);
-  std::shared_ptr<const Plan> plan = load_runnable(args.model, *op_set);
+  std::shared_ptr<const Plan> plan = load_runnable(args.model, *op_set, args.passes);
   const Graph& graph = plan->graph();
   std::printf("model: %s (graph '%s', %zu nodes)\n", args.model.c_str(), graph.name().c_str(), graph.num_nodes());
   for (const Value* v : graph.inputs()) std::printf("input  %s: %s\n", v->name().c_str(), v->type().to_string().c_str());
@@ -148,7 +149,7 @@ void add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print a model's inputs, outputs, ops, weights, FLOPs and planned memory");
   cmd->add_option("model", args->model, "the model file (.weir, .weirtxt, .weirplan or .onnx)")->required();
-  cmd->add_option("--plugin", args->plugins, kPluginHelp);
+  add_model_options(*cmd, args->plugins, args->passes);
   cmd->add_option("--dot", args->dot, "also write the graph as Graphviz to this file");
   cmd->callback([args] { inspect(*args); });
 }

@@ -9,8 +9,10 @@
 #include "core/error.h"
 #include "tools/graph-runner/bench_command.h"
 #include "tools/graph-runner/inspect_command.h"
+#include "tools/graph-runner/optimize_command.h"
 #include "tools/graph-runner/run_command.h"
 #include "tools/graph-runner/train_command.h"
+#include "tools/graph-runner/verify_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app("graph-runner: run and train Weir models", "graph-runner");
@@ -18,6 +20,8 @@ int main(int argc, char** argv) {
   weir::tools::add_run_command(app);
   weir::tools::add_bench_command(app);
   weir::tools::add_inspect_command(app);
+  weir::tools::add_optimize_command(app);
+  weir::tools::add_verify_command(app);
   weir::tools::add_train_command(app);
   try {
     app.parse(argc, argv);

@@ -3,7 +3,9 @@
 #include "core/error.h"
 #include "core/model_io.h"
 #include "frontend/onnx/onnx_importer.h"
+#include "core/type_inference.h"
 #include "ops/register_ops.h"
+#include "passes/pass_manager.h"
 #include "runtime/plan_file.h"
 
 namespace weir::tools {
@@ -16,22 +18,45 @@ std::unique_ptr<OpSet> make_op_set(const std::vector<std::string>& plugins) {
   return set;
 }
 
-std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops) {
+std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet& ops) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw Error(ErrorKind::kIo, "no such model file").with_file(path.string());
   }
   const std::string ext = path.extension().string();
-  if (ext == ".weirplan") return load_plan(path, {.ops = &ops.ops, .kernels = &ops.kernels});
+  if (ext == ".weirplan") {
+    throw Error(ErrorKind::kInvalidArgument, "a compiled plan has no graph to rewrite; give the .weir or .onnx model")
+        .with_file(path.string());
+  }
   Model model = ext == ".onnx" ? import_onnx_model(path.string(), {.registry = &ops.ops}) : load_model(path);
+  return std::move(model.graph);
+}
+
+std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const PassChoice& passes) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(ErrorKind::kIo, "no such model file").with_file(path.string());
+  }
+  // A compiled plan was optimized when it was made.
+  if (path.extension() == ".weirplan") return load_plan(path, {.ops = &ops.ops, .kernels = &ops.kernels});
+  std::unique_ptr<Graph> graph = load_graph(path, ops);
   try {
+    PassContext context(ops.ops, &ops.kernels);
+    infer_graph_types(*graph, ops.ops);
+    inference_pipeline(passes.opt_level, {passes.disabled.begin(), passes.disabled.end()})->run(*graph, context);
     CompileOptions options;
     options.ops = &ops.ops;
     options.kernels = &ops.kernels;
-    return compile(*model.graph, options);
+    return compile(*graph, options);
   } catch (Error& e) {
     throw e.with_file(path.string());
   }
+}
+
+void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, PassChoice& passes) {
+  cmd.add_option("--plugin", plugins, "load custom ops from this plugin library (repeatable)");
+  cmd.add_option("--opt-level", passes.opt_level, "optimization level 0-3 (default 3: every pass)")->check(CLI::Range(0, 3));
+  cmd.add_option("--disable-pass", passes.disabled, "skip this pass (repeatable; see `optimize --list-passes`)");
 }
 
 }  // namespace weir::tools

@@ -1,12 +1,14 @@
 // Loads any model file graph-runner accepts into a compiled plan: .weir /
-// .weirtxt (compiled here), .weirplan (mmap'ed, already compiled) or .onnx
-// (imported, then compiled), with the built-in ops plus those of the
-// plugins given. The format is chosen by extension.
+// .weirtxt (optimized and compiled here), .weirplan (mmap'ed, already
+// compiled) or .onnx (imported, optimized, compiled), with the built-in ops
+// plus those of the plugins given. The format is chosen by extension.
 //
 //   auto ops = weir::tools::make_op_set({"libsilu_gate.so"});
-//   std::shared_ptr<const weir::Plan> plan = weir::tools::load_runnable("model.weir", *ops);
+//   std::shared_ptr<const weir::Plan> plan = weir::tools::load_runnable("model.weir", *ops, {.opt_level = 3});
 //   weir::Session session(plan);
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <memory>
@@ -27,9 +29,18 @@ struct OpSet {
 // The built-in ops and kernels, plus each plugin's; a bad plugin is an error naming it.
 std::unique_ptr<OpSet> make_op_set(const std::vector<std::string>& plugins);
 
-std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops);
+// --opt-level and --disable-pass, shared by the subcommands that run models.
+struct PassChoice {
+  int opt_level = 3;
+  std::vector<std::string> disabled{};
+};
 
-// The --plugin option every model subcommand shares.
-inline const char* kPluginHelp = "load custom ops from this plugin library (repeatable)";
+// The model's graph (not compiled): .weir/.weirtxt/.onnx; a .weirplan is refused.
+std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet& ops);
+std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const PassChoice& passes);
+
+// Adds --plugin, --opt-level and --disable-pass to a subcommand.
+void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, PassChoice& passes);
+
 
 }  // namespace weir::tools

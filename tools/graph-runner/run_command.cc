@@ -19,6 +19,7 @@ namespace {
 struct RunArgs {
   std::string model;
   std::vector<std::string> plugins;
+  PassChoice passes;
   std::vector<std::string> inputs;
   std::string output_dir = ".";
   bool random_inputs = false;
@@ -38,7 +39,7 @@ std::string file_name_for(const std::string& name) {
 
 void run(const RunArgs& args) {
   std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
-  std::shared_ptr<const Plan> plan = load_runnable(args.model, *ops);
+  std::shared_ptr<const Plan> plan = load_runnable(args.model, *ops, args.passes);
   const Graph& graph = plan->graph();
   std::map<std::string, Tensor> feeds = model_inputs(graph, args.inputs, args.random_inputs);
   SessionOptions options;
@@ -72,7 +73,7 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model (.weir, .weirtxt, .weirplan or .onnx) once; write each output as DIR/NAME.npy");
   cmd->add_option("model", args->model, "the model file")->required();
-  cmd->add_option("--plugin", args->plugins, kPluginHelp);
+  add_model_options(*cmd, args->plugins, args->passes);
   cmd->add_option("-i,--input", args->inputs, "an input as NAME=FILE.npy or NAME=FILE.pb (ONNX TensorProto); repeatable");
   cmd->add_option("-o,--output-dir", args->output_dir, "where the outputs go (default: .)");
   cmd->add_flag("--random-inputs", args->random_inputs, "seeded random values for inputs not given with -i");

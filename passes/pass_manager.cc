@@ -1,0 +1,99 @@
+#include "passes/pass_manager.h"
+
+#include "core/error.h"
+#include "core/type_inference.h"
+#include "core/verifier.h"
+#include "passes/simplify/common_subexpression_elimination.h"
+#include "passes/simplify/constant_folding.h"
+#include "passes/simplify/dead_code_elimination.h"
+#include "passes/simplify/identity_elimination.h"
+
+namespace weir {
+
+Pipeline& Pipeline::add(std::unique_ptr<Pass> pass) {
+  passes_.push_back(std::move(pass));
+  return *this;
+}
+
+bool Pipeline::run(Graph& graph, PassContext& context) {
+  bool any = false;
+  for (const std::unique_ptr<Pass>& pass : passes_) {
+    bool changed = pass->run(graph, context);
+    if (changed) {
+      try {
+        infer_graph_types(graph, context.registry());
+        verify_graph(graph, context.registry());
+      } catch (const Error& e) {
+        throw Error(ErrorKind::kInternal, "pass '" + pass->name() + "' left an invalid graph: " + e.what());
+      }
+    }
+    if (after_) after_(*pass, graph, changed);
+    any = any || changed;
+  }
+  return any;
+}
+
+bool FixedPoint::run(Graph& graph, PassContext& context) {
+  bool any = false;
+  for (int i = 0; i < max_ && pass_->run(graph, context); ++i) any = true;
+  return any;
+}
+
+namespace {
+
+struct Registered {
+  const char* name;
+  int level;  // the lowest optimization level that runs it
+  std::unique_ptr<Pass> (*make)();
+};
+
+// In pipeline order, with why each sits where it does:
+// identities first (they hide constants from folding); folding next (it
+// turns shape arithmetic into constants); CSE after folding (folded
+// duplicates become the same constant readers); DCE last (it sweeps what the
+// others left unread).
+const std::vector<Registered>& registered() {
+  static const std::vector<Registered> passes = {
+      {"identity_elimination", 1, [] { return std::unique_ptr<Pass>(new IdentityElimination()); }},
+      {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
+      {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
+      {"dead_code_elimination", 1, [] { return std::unique_ptr<Pass>(new DeadCodeElimination()); }},
+  };
+  return passes;
+}
+
+}  // namespace
+
+std::vector<std::string> pass_names() {
+  std::vector<std::string> names;
+  for (const Registered& r : registered()) names.push_back(r.name);
+  names.push_back("autodiff");  // needs options (the loss): not in the inference pipeline
+  return names;
+}
+
+std::unique_ptr<Pass> make_pass(const std::string& name) {
+  for (const Registered& r : registered()) {
+    if (name == r.name) return r.make();
+  }
+  std::string names;
+  for (const std::string& n : pass_names()) names += (names.empty() ? "" : ", ") + n;
+  throw Error(ErrorKind::kInvalidArgument, "unknown pass '" + name + "' (passes: " + names + ")");
+}
+
+std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled) {
+  if (level < 0 || level > 3) {
+    throw Error(ErrorKind::kInvalidArgument, "optimization level " + std::to_string(level) + " is not in 0..3");
+  }
+  for (const std::string& name : disabled) {
+    bool known = false;
+    for (const std::string& n : pass_names()) known = known || n == name;
+    if (!known) make_pass(name);  // throws naming the choices
+  }
+  auto pipeline = std::make_unique<Pipeline>("inference");
+  for (const Registered& r : registered()) {
+    if (r.level <= level && !disabled.count(r.name)) pipeline->add(r.make());
+  }
+  return pipeline;
+}
+
+}  // namespace weir

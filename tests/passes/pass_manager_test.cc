@@ -1,0 +1,165 @@
+// The inference pipeline and its passes, each checked by running the graph
+// before and after on the same random inputs; and the pass manager's
+// verification, levels and names.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/type_inference.h"
+#include "frontend/builder/graph_builder.h"
+#include "frontend/nn/functional.h"
+#include "models/zoo.h"
+#include "ops/graph_evaluator.h"
+#include "ops/register_ops.h"
+#include "passes/pass_manager.h"
+#include "tests/test_util.h"
+
+namespace weir {
+namespace {
+
+using testing::random_f64_tensor;
+
+int count_ops(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node* node : g.nodes()) n += node->op_type() == op;
+  return n;
+}
+
+void expect_same_outputs(const Graph& before, const Graph& after, const std::map<std::string, Tensor>& feeds,
+                         double tolerance = 0) {
+  std::vector<Tensor> a = evaluate_graph(before, feeds), b = evaluate_graph(after, feeds);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].sizes(), b[i].sizes());
+    ASSERT_EQ(a[i].dtype(), b[i].dtype());
+    if (tolerance == 0) {
+      EXPECT_TRUE(a[i].bitwise_equal(b[i])) << "output " << i;
+    } else {
+      for (int64_t j = 0; j < a[i].num_elements(); ++j) {
+        EXPECT_NEAR(a[i].data<float>()[j], b[i].data<float>()[j], tolerance);
+      }
+    }
+  }
+}
+
+// Identities, a constant sub-graph, a duplicated product, an inference-mode
+// Dropout and a dead branch around a small computation on x.
+std::unique_ptr<Graph> cluttered_graph() {
+  GraphBuilder b("cluttered", 1);
+  Var x = b.input("x", {DType::kFloat64, Shape{3, 4}});
+  Var w = b.constant(random_f64_tensor({4, 4}, 2), "w");
+  Var two = b.constant(random_f64_tensor({4}, 3), "two");
+  Var scale = nn::tanh(two * two + two);                                  // all constant: folds
+  Var p1 = nn::matmul(b.op("Identity", {x}), w);
+  Var p2 = nn::matmul(x, w);                                             // the same product again: CSE
+  Var dropped = b.op("Dropout", {p2}, {{"seed", Attribute(int64_t{3})}});  // no training_mode: identity
+  Var unused = nn::sigmoid(p1 * p1);                                     // dead
+  (void)unused;
+  b.output((p1 + dropped) * scale);
+  return b.finish();
+}
+
+TEST(InferencePipeline, SimplifiesWithoutChangingResults) {
+  auto before = cluttered_graph();
+  auto after = before->clone();
+  PassContext ctx;
+  std::vector<std::string> ran;
+  auto pipeline = inference_pipeline(3);
+  pipeline->set_after_pass([&](const Pass& pass, const Graph&, bool changed) {
+    if (changed) ran.push_back(pass.name());
+  });
+  EXPECT_TRUE(pipeline->run(*after, ctx));
+  EXPECT_EQ(ran, (std::vector<std::string>{"identity_elimination", "constant_folding", "common_subexpression_elimination",
+                                          "dead_code_elimination"}));
+  EXPECT_EQ(count_ops(*after, "Identity"), 0);
+  EXPECT_EQ(count_ops(*after, "Dropout"), 0);
+  EXPECT_EQ(count_ops(*after, "Tanh"), 0) << "the constant branch is folded";
+  EXPECT_EQ(count_ops(*after, "MatMul"), 1) << "the duplicate product is merged";
+  EXPECT_EQ(count_ops(*after, "Sigmoid"), 0) << "the dead branch is removed";
+  std::printf("cluttered graph: %zu nodes -> %zu\n", before->num_nodes(), after->num_nodes());
+  expect_same_outputs(*before, *after, {{"x", random_f64_tensor({3, 4}, 9)}});
+  EXPECT_FALSE(inference_pipeline(3)->run(*after, ctx)) << "a second run changes nothing";
+}
+
+TEST(InferencePipeline, LevelsAndDisabledPasses) {
+  PassContext ctx;
+  auto level0 = cluttered_graph();
+  EXPECT_FALSE(inference_pipeline(0)->run(*level0, ctx));
+  auto level1 = cluttered_graph();
+  inference_pipeline(1)->run(*level1, ctx);
+  EXPECT_EQ(count_ops(*level1, "MatMul"), 2) << "CSE is level 2";
+  auto no_folding = cluttered_graph();
+  inference_pipeline(3, {"constant_folding"})->run(*no_folding, ctx);
+  EXPECT_EQ(count_ops(*no_folding, "Tanh"), 1);
+  EXPECT_THROW(inference_pipeline(4), Error);
+  try {
+    inference_pipeline(3, {"constant_fold"});
+    FAIL() << "unknown pass accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("constant_folding"), std::string::npos) << e.what();
+  }
+}
+
+TEST(InferencePipeline, StatefulAndSideEffectNodesAreKept) {
+  GraphBuilder b("stateful", 1);
+  Var x = b.input("x", {DType::kFloat32, Shape{8}});
+  Var ratio = b.scalar(0.5);
+  Var on = b.constant(Tensor::scalar<bool>(true), "on");
+  Var d1 = b.op("Dropout", {x, ratio, on}, {{"seed", Attribute(int64_t{1})}});
+  Var d2 = b.op("Dropout", {x, ratio, on}, {{"seed", Attribute(int64_t{1})}});
+  Var c = b.constant(Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {8}), "c");
+  Var masked = b.op("Dropout", {c, ratio, on}, {{"seed", Attribute(int64_t{2})}});  // constant input, but random
+  b.output(d1 + d2 + masked);
+  auto graph = b.finish();
+  PassContext ctx;
+  inference_pipeline(3)->run(*graph, ctx);
+  EXPECT_EQ(count_ops(*graph, "Dropout"), 3);
+}
+
+TEST(InferencePipeline, ZooModelsGiveTheSameLogits) {
+  for (std::string name : {"mlp", "lenet", "bert"}) {
+    models::ZooOptions zoo{.classes = 10, .layers = 1, .hidden = 32, .heads = 4, .seq = 6, .vocab = 20};
+    models::ClassifierGraph model = models::build_classifier(name, 2, /*training=*/false, zoo);
+    auto optimized = model.graph->clone();
+    PassContext ctx;
+    inference_pipeline(3)->run(*optimized, ctx);
+    std::vector<int64_t> sizes = {2};
+    sizes.insert(sizes.end(), model.example_shape.begin(), model.example_shape.end());
+    Tensor x(model.input_dtype, sizes);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      if (model.input_dtype == DType::kInt64) {
+        x.data<int64_t>()[i] = i % 20;
+      } else {
+        x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 101.0f;
+      }
+    }
+    std::printf("%s: %zu nodes -> %zu\n", name.c_str(), model.graph->num_nodes(), optimized->num_nodes());
+    expect_same_outputs(*model.graph, *optimized, {{model.input, x}});
+  }
+}
+
+// A pass that breaks the graph: its output's type no longer matches.
+class BreaksTypes final : public Pass {
+ public:
+  std::string name() const override { return "breaks_types"; }
+  bool run(Graph& graph, PassContext&) override {
+    Node* node = graph.nodes().front();
+    node->add_control_input(graph.nodes().back());  // a cycle
+    return true;
+  }
+};
+
+TEST(Pipeline, AnInvalidGraphNamesThePassThatMadeIt) {
+  auto graph = cluttered_graph();
+  Pipeline pipeline;
+  pipeline.add(std::make_unique<BreaksTypes>());
+  PassContext ctx;
+  try {
+    pipeline.run(*graph, ctx);
+    FAIL() << "a broken graph passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("breaks_types"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace weir

@@ -1,0 +1,84 @@
+#include "tools/graph-runner/optimize_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "core/error.h"
+#include "core/model_io.h"
+#include "core/type_inference.h"
+#include "passes/pass_manager.h"
+#include "runtime/plan_file.h"
+#include "tools/graph-runner/model_loading.h"
+
+namespace weir::tools {
+
+namespace {
+
+struct OptimizeArgs {
+  std::string model;
+  std::vector<std::string> plugins;
+  PassChoice passes;
+  std::string output;
+  std::vector<std::string> print_after;
+  bool list = false;
+};
+
+void optimize(const OptimizeArgs& args) {
+  if (args.list) {
+    for (const std::string& name : pass_names()) std::printf("%s\n", name.c_str());
+    return;
+  }
+  if (args.model.empty() || args.output.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "optimize needs MODEL and -o OUT (or --list-passes)");
+  }
+  std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
+  std::unique_ptr<Graph> graph = load_graph(args.model, *ops);
+  infer_graph_types(*graph, ops->ops);
+  const size_t before = graph->num_nodes();
+  auto pipeline = inference_pipeline(args.passes.opt_level, {args.passes.disabled.begin(), args.passes.disabled.end()});
+  for (const std::string& name : args.print_after) make_pass(name);  // an unknown name is an error before running
+  pipeline->set_after_pass([&](const Pass& pass, const Graph& g, bool changed) {
+    std::fprintf(stderr, "pass %-34s %s, %zu nodes\n", pass.name().c_str(), changed ? "changed the graph" : "no change",
+                 g.num_nodes());
+    for (const std::string& name : args.print_after) {
+      if (name != pass.name()) continue;
+      Model shown;
+      shown.graph = g.clone();
+      std::printf("# graph after %s\n%s", name.c_str(), model_to_text(shown).c_str());
+    }
+  });
+  PassContext context(ops->ops, &ops->kernels);
+  try {
+    pipeline->run(*graph, context);
+  } catch (Error& e) {
+    throw e.with_file(args.model);
+  }
+  const std::filesystem::path out = args.output;
+  if (out.extension() == ".weirplan") {
+    CompileOptions options;
+    options.ops = &ops->ops;
+    options.kernels = &ops->kernels;
+    save_plan(*compile(*graph, options), out);
+  } else {
+    Model model;
+    model.graph = std::move(graph);
+    save_model(model, out);
+    graph = std::move(model.graph);
+  }
+  std::printf("optimized: %zu nodes -> %zu, written to %s\n", before, graph ? graph->num_nodes() : 0, out.string().c_str());
+}
+
+}  // namespace
+
+void add_optimize_command(CLI::App& app) {
+  auto args = std::make_shared<OptimizeArgs>();
+  CLI::App* cmd = app.add_subcommand("optimize", "Run the pass pipeline; write .weir/.weirtxt or a compiled .weirplan");
+  cmd->add_option("model", args->model, "the model file (.weir, .weirtxt or .onnx)");
+  cmd->add_option("-o,--output", args->output, "where the optimized model goes; .weirplan compiles it");
+  add_model_options(*cmd, args->plugins, args->passes);
+  cmd->add_option("--print-after", args->print_after, "print the graph (text form) after this pass (repeatable)");
+  cmd->add_flag("--list-passes", args->list, "list the passes and exit");
+  cmd->callback([args] { optimize(*args); });
+}
+
+}  // namespace weir::tools

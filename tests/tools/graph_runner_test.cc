@@ -73,6 +73,8 @@ TEST(GraphRunner, TrainSaveAndRunTheModel) {
   expect_error(run("run " + model + " -i images=" + (dir / "test-images.npy").string()), "no input 'images'");
   write_npy(dir / "flat.npy", Tensor(DType::kFloat32, {16, 784}));
   expect_error(run("run " + model + " -i x=" + (dir / "flat.npy").string()), "'x'");
+  write_npy(dir / "f64.npy", Tensor(DType::kFloat64, {16, 1, 28, 28}));
+  expect_error(run("run " + model + " -i x=" + (dir / "f64.npy").string()), "'x'");
   expect_error(run("run " + model), "--random-inputs");
   std::string bytes = read_file(model, 1 << 26);
   write_file_atomically(dir / "cut.weir", bytes.substr(0, bytes.size() / 2));
@@ -165,6 +167,34 @@ TEST(GraphRunner, OptimizeAndVerify) {
   expect_error(run("optimize " + in + " -o " + (dir / "x.weir").string() + " --print-after folding"), "folding");
   expect_error(run("verify " + in + " --disable-pass nope"), "unknown pass 'nope'");
   expect_error(run("optimize " + (dir / "clean.weirplan").string() + " -o " + (dir / "again.weir").string()), "weirplan");
+}
+
+// A training-step graph written by train --model, then trained from the file.
+TEST(GraphRunner, TrainsASavedTrainingGraph) {
+  testing::ScratchDir dir;
+  std::string step = (dir / "step.weir").string();
+  Result made = run("train --model mlp --data synthetic --steps 1 --save-training-graph " + step);
+  ASSERT_EQ(made.status, 0) << made.output;
+  Result first = run("train --graph " + step + " --data synthetic --steps 20 --lr 0.01 --save " + (dir / "trained.weir").string());
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_NE(first.output.find("steps: 20"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("ms_per_step: "), std::string::npos) << first.output;
+  // The trained file starts where the first run stopped: its loss is lower than a fresh start's.
+  auto loss_of = [](const std::string& output) {
+    size_t at = output.find("final_loss: ");
+    return at == std::string::npos ? -1.0 : std::stod(output.substr(at + 12));
+  };
+  Result fresh = run("train --graph " + step + " --data synthetic --steps 1 --lr 0.01");
+  Result resumed = run("train --graph " + (dir / "trained.weir").string() + " --data synthetic --steps 1 --lr 0.01");
+  ASSERT_EQ(fresh.status, 0) << fresh.output;
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_LT(loss_of(resumed.output), loss_of(fresh.output)) << fresh.output << resumed.output;
+  // An inference model is not a training graph.
+  Result inference = run("train --model mlp --data synthetic --steps 1 --save " + (dir / "infer.weir").string());
+  ASSERT_EQ(inference.status, 0) << inference.output;
+  expect_error(run("train --graph " + (dir / "infer.weir").string() + " --data synthetic --steps 1"), "not a training graph");
+  expect_error(run("run " + (dir / "infer.weir").string() + " --random-inputs --device cuda:0"), "CPU devices only");
+  expect_error(run("run " + (dir / "infer.weir").string() + " --random-inputs --device tpu"), "tpu");
 }
 
 TEST(GraphRunner, UsageErrors) {

@@ -47,6 +47,11 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
     CompileOptions options;
     options.ops = &ops.ops;
     options.kernels = &ops.kernels;
+    options.default_device = Device::parse(passes.device);
+    if (options.default_device.type != DeviceType::kCpu) {
+      throw Error(ErrorKind::kUnsupported, "--device " + passes.device +
+                                               ": the executor runs CPU devices only in this build (cpu, cpu:N)");
+    }
     return compile(*graph, options);
   } catch (Error& e) {
     throw e.with_file(path.string());
@@ -57,6 +62,7 @@ void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, PassCho
   cmd.add_option("--plugin", plugins, "load custom ops from this plugin library (repeatable)");
   cmd.add_option("--opt-level", passes.opt_level, "optimization level 0-3 (default 3: every pass)")->check(CLI::Range(0, 3));
   cmd.add_option("--disable-pass", passes.disabled, "skip this pass (repeatable; see `optimize --list-passes`)");
+  cmd.add_option("--device", passes.device, "where the model runs: cpu or cpu:N (default cpu)");
 }
 
 }  // namespace weir::tools

@@ -29,17 +29,18 @@ struct OpSet {
 // The built-in ops and kernels, plus each plugin's; a bad plugin is an error naming it.
 std::unique_ptr<OpSet> make_op_set(const std::vector<std::string>& plugins);
 
-// --opt-level and --disable-pass, shared by the subcommands that run models.
+// --opt-level, --disable-pass and --device, shared by the subcommands that run models.
 struct PassChoice {
   int opt_level = 3;
   std::vector<std::string> disabled{};
+  std::string device = "cpu";  // --device: where nodes without a placement run
 };
 
 // The model's graph (not compiled): .weir/.weirtxt/.onnx; a .weirplan is refused.
 std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet& ops);
 std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const PassChoice& passes);
 
-// Adds --plugin, --opt-level and --disable-pass to a subcommand.
+// Adds --plugin, --opt-level, --disable-pass and --device to a subcommand.
 void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, PassChoice& passes);
 
 

@@ -8,7 +8,14 @@
 #include "core/model_io.h"
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
+#include "core/type_inference.h"
+#include "frontend/data/data_loader.h"
+#include "frontend/optim/lr_schedule.h"
+#include "frontend/train/trainer.h"
 #include "models/train_classifier.h"
+#include "ops/register_ops.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
 
 namespace weir::tools {
 
@@ -32,6 +39,8 @@ struct TrainArgs {
   int64_t checkpoint_every = 0;
   std::string resume;
   std::string test_batch;
+  std::string graph;
+  std::string save_training_graph;
 };
 
 // Seeded random examples shaped like the model's input, and random labels.
@@ -53,7 +62,104 @@ std::pair<Tensor, Tensor> synthetic_data(const models::ClassifierGraph& shape, c
   return {x, y};
 }
 
+// Seeded random batches for each data input of a training graph: floats in
+// [0, 1), integers (labels, ids) in {0, 1} so any classifier accepts them.
+std::vector<Tensor> synthetic_fields(const std::vector<const Value*>& inputs, int64_t count, uint64_t seed) {
+  std::vector<Tensor> fields;
+  std::mt19937_64 rng(seed);
+  for (const Value* input : inputs) {
+    std::vector<int64_t> sizes = {count};
+    for (size_t i = 1; i < input->shape().dims().size(); ++i) {
+      const Dim& d = input->shape()[i];
+      sizes.push_back(d.is_static() ? d.size() : 1);
+    }
+    Tensor t(input->dtype(), sizes);
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      switch (input->dtype()) {
+        case DType::kFloat32: t.data<float>()[i] = static_cast<float>(static_cast<double>(rng() >> 11) * 0x1.0p-53); break;
+        case DType::kInt64: t.data<int64_t>()[i] = static_cast<int64_t>(rng() % 2); break;
+        default:
+          throw Error(ErrorKind::kUnsupported, "--data synthetic cannot make input '" + input->name() + "' of type " +
+                                                   input->type().to_string());
+      }
+    }
+    fields.push_back(t);
+  }
+  return fields;
+}
+
+// train --graph FILE: a saved training-step graph (inputs: the data, "lr",
+// and "step" for the Adam family; the loss is the first output).
+void train_graph(const TrainArgs& args) {
+  Model model = load_model(args.graph);
+  Graph& graph = *model.graph;
+  infer_graph_types(graph, default_op_registry());
+  const Value* lr = graph.find_value("lr");
+  if (lr == nullptr || lr->kind() != ValueKind::kInput || graph.outputs().empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "not a training graph: it needs an 'lr' input and the loss as its first "
+                                             "output (write one with train --model NAME --save-training-graph FILE)")
+        .with_file(args.graph);
+  }
+  TrainingGraph info;
+  info.loss = graph.outputs().front()->name();
+  const Value* step = graph.find_value("step");
+  if (step != nullptr && step->kind() == ValueKind::kInput) info.step_input = "step";
+  std::vector<const Value*> data_inputs;
+  std::vector<std::string> feeds;
+  for (const Value* input : graph.inputs()) {
+    if (input->name() == "lr" || input->name() == "step") continue;
+    data_inputs.push_back(input);
+    feeds.push_back(input->name());
+  }
+  const Dim batch_dim = data_inputs.empty() || !data_inputs[0]->shape().has_rank() || data_inputs[0]->shape().rank() == 0
+                            ? Dim(1) : data_inputs[0]->shape()[0];
+  if (!batch_dim.is_static()) {
+    throw Error(ErrorKind::kInvalidArgument, "the training graph's batch dim must be static, got " +
+                                                 data_inputs[0]->type().to_string()).with_file(args.graph);
+  }
+  const int64_t batch = batch_dim.size();
+  std::vector<Tensor> fields;
+  if (args.data == "synthetic") {
+    fields = synthetic_fields(data_inputs, batch * 16, args.seed + 1);
+  } else {
+    FashionMnist data = load_fashion_mnist(args.data);
+    fields = {data.train_images, data.train_labels};
+    if (data_inputs.size() != 2) {
+      throw Error(ErrorKind::kInvalidArgument, "Fashion-MNIST has two fields (images, labels); the graph has " +
+                                                   std::to_string(data_inputs.size()) + " data inputs").with_file(args.graph);
+    }
+  }
+  SessionOptions session_options;
+  session_options.inter_op_threads = args.threads;
+  Session session(compile(graph), session_options);
+  auto dataset = std::make_shared<TensorDataset>(fields);
+  DataLoader loader(dataset, {.batch_size = batch, .seed = args.seed, .num_workers = 2});
+  TrainerOptions options;
+  options.feeds = feeds;
+  options.lr = LrSchedule::constant(args.lr);
+  options.checkpoint = args.checkpoint;
+  options.checkpoint_every = args.checkpoint_every;
+  Trainer trainer(session, info, loader, options);
+  if (!args.resume.empty()) trainer.resume(args.resume);
+  session.reset_peak_memory();
+  TrainStats stats = args.steps > 0 ? trainer.run_steps(args.steps) : trainer.run_epochs(args.epochs);
+  if (!args.save.empty()) {
+    bake_state(session, graph);
+    save_model(model, args.save);
+    std::cerr << "saved the trained training graph to " << args.save << "\n";
+  }
+  std::printf("steps: %lld\n", static_cast<long long>(trainer.step()));
+  std::printf("final_loss: %.4f\n", stats.last_loss);
+  std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
+  std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(session.memory_stats(Device::cpu()).stats.peak_bytes));
+}
+
 void train(const TrainArgs& args) {
+  if (!args.graph.empty()) {
+    train_graph(args);
+    return;
+  }
+  if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "train needs --model NAME or --graph FILE");
   models::ClassifierTraining options;
   options.model = args.model;
   options.zoo.seed = args.seed;
@@ -95,6 +201,14 @@ void train(const TrainArgs& args) {
     write_npy(args.test_batch + "-labels.npy", test_y.slice(0, n).clone());
   }
 
+  if (!args.save_training_graph.empty()) {
+    models::ClassifierGraph step = models::build_classifier(args.model, args.batch, /*training=*/true, options.zoo);
+    minimize(*step.graph, step.loss, options.optimizer);
+    Model model;
+    model.graph = std::move(step.graph);
+    save_model(model, args.save_training_graph);
+    std::cerr << "saved the training-step graph (initial weights) to " << args.save_training_graph << "\n";
+  }
   models::ClassifierTrainingResult result = models::train_classifier(
       options, train_x, train_y, has_test ? &test_x : nullptr, has_test ? &test_y : nullptr);
   if (!args.save.empty()) {
@@ -115,7 +229,12 @@ void train(const TrainArgs& args) {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a zoo model (mlp, lenet, resnet18, resnet50, bert) on a dataset");
-  cmd->add_option("--model", args->model, "mlp, lenet, resnet18, resnet50 or bert")->required();
+  auto* model = cmd->add_option("--model", args->model, "mlp, lenet, resnet18, resnet50 or bert");
+  cmd->add_option("--graph", args->graph,
+                  "train a saved training-step graph instead (inputs: data, 'lr', 'step'; loss first output)")
+      ->excludes(model);
+  cmd->add_option("--save-training-graph", args->save_training_graph,
+                  "with --model: also write the training-step graph (forward, backward, updates) here");
   cmd->add_option("--data", args->data,
                   "a directory of Fashion-MNIST IDX files (default: " + std::string(kFashionMnistDir) +
                       "), or 'synthetic' for seeded random batches");

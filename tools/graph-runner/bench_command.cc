@@ -24,6 +24,7 @@ struct BenchArgs {
   int iterations = 50;
   int threads = 1;
   std::string profile;
+  bool verbose = false;
 };
 
 // The value at fraction q of the sorted samples (nearest rank).
@@ -40,6 +41,10 @@ void bench(const BenchArgs& args) {
   SessionOptions options;
   options.inter_op_threads = args.threads;
   Session session(plan, options);
+  if (args.verbose) {
+    std::cerr << "plan: " << plan->schedule().steps.size() << " steps on " << plan->devices().size()
+              << " device(s), planned arena " << plan->memory().planned_bytes() << " bytes\n";
+  }
   for (int i = 0; i < args.warmup; ++i) session.run(feeds);
   Profiler profiler;
   RunOptions run_options;
@@ -74,6 +79,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--iterations", args->iterations, "timed runs (default 50)")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", args->threads, "inter-op threads (default 1)")->check(CLI::Range(1, 256));
   cmd->add_option("--profile", args->profile, "write a Chrome/Perfetto trace of the timed runs here");
+  cmd->add_flag("--verbose", args->verbose, "print the plan's size to stderr");
   cmd->callback([args] { bench(*args); });
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/type_inference.h"
 #include "runtime/plan.h"
 #include "tools/graph-runner/model_loading.h"
 
@@ -18,6 +19,8 @@ struct InspectArgs {
   std::vector<std::string> plugins;
   PassChoice passes;
   std::string dot;
+  int64_t batch = 1;
+  bool verbose = false;
 };
 
 // Elements of a shape with symbolic dims counted as 1 (per example).
@@ -134,9 +137,27 @@ void inspect(const InspectArgs& args) {
     for (const Dim& d : v->shape().dims()) symbolic = symbolic || !d.is_static();
   }
   std::printf("estimated_flops: %lld%s\n", static_cast<long long>(flops), symbolic ? " (symbolic dims counted as 1)" : "");
-  std::printf("planned_peak_memory_bytes: %lld (intermediates of static shape; %lld without reuse)\n",
-              static_cast<long long>(plan->memory().planned_bytes()),
-              static_cast<long long>(plan->memory().total_value_bytes));
+  // Symbolic input dims are bound to --batch for the memory plan: planning
+  // needs static shapes.
+  std::shared_ptr<const Plan> planned = plan;
+  if (symbolic) {
+    std::unique_ptr<Graph> bound = graph.clone();
+    for (Value* input : bound->inputs()) {
+      std::vector<Dim> dims;
+      for (const Dim& d : input->shape().dims()) dims.push_back(d.is_static() ? d : Dim(args.batch));
+      input->set_type({input->dtype(), Shape(dims)});
+    }
+    infer_graph_types(*bound, op_set->ops);
+    CompileOptions options;
+    options.ops = &op_set->ops;
+    options.kernels = &op_set->kernels;
+    planned = compile(*bound, options);
+  }
+  std::printf("planned_peak_memory_bytes: %lld (%s; %lld without reuse)\n",
+              static_cast<long long>(planned->memory().planned_bytes()),
+              symbolic ? ("symbolic dims bound to " + std::to_string(args.batch)).c_str() : "intermediates",
+              static_cast<long long>(planned->memory().total_value_bytes));
+  if (args.verbose) std::printf("%s", planned->to_string().c_str());
   if (!args.dot.empty()) {
     write_file_atomically(args.dot, graphviz(graph));
     std::printf("graphviz: %s\n", args.dot.c_str());
@@ -151,6 +172,9 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("model", args->model, "the model file (.weir, .weirtxt, .weirplan or .onnx)")->required();
   add_model_options(*cmd, args->plugins, args->passes);
   cmd->add_option("--dot", args->dot, "also write the graph as Graphviz to this file");
+  cmd->add_option("--batch", args->batch, "bind symbolic dims to this size for the memory plan (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--verbose", args->verbose, "also print the plan: steps, streams, dependencies, memory");
   cmd->callback([args] { inspect(*args); });
 }
 

@@ -18,7 +18,7 @@ namespace {
 struct BenchArgs {
   std::string model;
   std::vector<std::string> plugins;
-  PassChoice passes;
+  ModelOptions passes;
   std::vector<std::string> inputs;
   int warmup = 5;
   int iterations = 50;

@@ -17,7 +17,7 @@ namespace {
 struct InspectArgs {
   std::string model;
   std::vector<std::string> plugins;
-  PassChoice passes;
+  ModelOptions passes;
   std::string dot;
   int64_t batch = 1;
   bool verbose = false;

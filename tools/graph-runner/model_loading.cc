@@ -32,7 +32,7 @@ std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet
   return std::move(model.graph);
 }
 
-std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const PassChoice& passes) {
+std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& passes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw Error(ErrorKind::kIo, "no such model file").with_file(path.string());
@@ -58,7 +58,7 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
   }
 }
 
-void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, PassChoice& passes) {
+void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& passes) {
   cmd.add_option("--plugin", plugins, "load custom ops from this plugin library (repeatable)");
   cmd.add_option("--opt-level", passes.opt_level, "optimization level 0-3 (default 3: every pass)")->check(CLI::Range(0, 3));
   cmd.add_option("--disable-pass", passes.disabled, "skip this pass (repeatable; see `optimize --list-passes`)");

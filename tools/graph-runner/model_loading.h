@@ -30,7 +30,7 @@ struct OpSet {
 std::unique_ptr<OpSet> make_op_set(const std::vector<std::string>& plugins);
 
 // --opt-level, --disable-pass and --device, shared by the subcommands that run models.
-struct PassChoice {
+struct ModelOptions {
   int opt_level = 3;
   std::vector<std::string> disabled{};
   std::string device = "cpu";  // --device: where nodes without a placement run
@@ -38,10 +38,10 @@ struct PassChoice {
 
 // The model's graph (not compiled): .weir/.weirtxt/.onnx; a .weirplan is refused.
 std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet& ops);
-std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const PassChoice& passes);
+std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& passes);
 
 // Adds --plugin, --opt-level, --disable-pass and --device to a subcommand.
-void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, PassChoice& passes);
+void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& passes);
 
 
 }  // namespace weir::tools

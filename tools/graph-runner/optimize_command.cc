@@ -17,7 +17,7 @@ namespace {
 struct OptimizeArgs {
   std::string model;
   std::vector<std::string> plugins;
-  PassChoice passes;
+  ModelOptions passes;
   std::string output;
   std::vector<std::string> print_after;
   bool list = false;

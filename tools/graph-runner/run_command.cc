@@ -1,5 +1,6 @@
 #include "tools/graph-runner/run_command.h"
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -19,7 +20,7 @@ namespace {
 struct RunArgs {
   std::string model;
   std::vector<std::string> plugins;
-  PassChoice passes;
+  ModelOptions passes;
   std::vector<std::string> inputs;
   std::string output_dir = ".";
   bool random_inputs = false;

@@ -18,7 +18,7 @@ namespace {
 struct VerifyArgs {
   std::string model;
   std::vector<std::string> plugins;
-  PassChoice passes;
+  ModelOptions passes;
   std::vector<std::string> inputs;
   double tolerance = 1e-4;
 };

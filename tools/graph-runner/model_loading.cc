@@ -32,7 +32,7 @@ std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet
   return std::move(model.graph);
 }
 
-std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& passes) {
+std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& model_options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw Error(ErrorKind::kIo, "no such model file").with_file(path.string());
@@ -43,13 +43,13 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
   try {
     PassContext context(ops.ops, &ops.kernels);
     infer_graph_types(*graph, ops.ops);
-    inference_pipeline(passes.opt_level, {passes.disabled.begin(), passes.disabled.end()})->run(*graph, context);
+    inference_pipeline(model_options.opt_level, {model_options.disabled.begin(), model_options.disabled.end()})->run(*graph, context);
     CompileOptions options;
     options.ops = &ops.ops;
     options.kernels = &ops.kernels;
-    options.default_device = Device::parse(passes.device);
+    options.default_device = Device::parse(model_options.device);
     if (options.default_device.type != DeviceType::kCpu) {
-      throw Error(ErrorKind::kUnsupported, "--device " + passes.device +
+      throw Error(ErrorKind::kUnsupported, "--device " + model_options.device +
                                                ": the executor runs CPU devices only in this build (cpu, cpu:N)");
     }
     return compile(*graph, options);
@@ -58,11 +58,11 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
   }
 }
 
-void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& passes) {
+void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& model_options) {
   cmd.add_option("--plugin", plugins, "load custom ops from this plugin library (repeatable)");
-  cmd.add_option("--opt-level", passes.opt_level, "optimization level 0-3 (default 3: every pass)")->check(CLI::Range(0, 3));
-  cmd.add_option("--disable-pass", passes.disabled, "skip this pass (repeatable; see `optimize --list-passes`)");
-  cmd.add_option("--device", passes.device, "where the model runs: cpu or cpu:N (default cpu)");
+  cmd.add_option("--opt-level", model_options.opt_level, "optimization level 0-3 (default 3: every pass)")->check(CLI::Range(0, 3));
+  cmd.add_option("--disable-pass", model_options.disabled, "skip this pass (repeatable; see `optimize --list-passes`)");
+  cmd.add_option("--device", model_options.device, "where the model runs: cpu or cpu:N (default cpu)");
 }
 
 }  // namespace weir::tools

@@ -38,10 +38,10 @@ struct ModelOptions {
 
 // The model's graph (not compiled): .weir/.weirtxt/.onnx; a .weirplan is refused.
 std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet& ops);
-std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& passes);
+std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& model_options);
 
 // Adds --plugin, --opt-level, --disable-pass and --device to a subcommand.
-void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& passes);
+void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& model_options);
 
 
 }  // namespace weir::tools

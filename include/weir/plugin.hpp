@@ -70,12 +70,10 @@ class Attributes {
   const WeirAttributes* a_;
 };
 
-template <typename T>
-class Input {
+// Shape access shared by Input and Output.
+class TensorShape {
  public:
-  explicit Input(const WeirTensor& t) : t_(t) {}
-  const T* data() const { return static_cast<const T*>(t_.data); }
-  const T& operator[](int64_t i) const { return data()[i]; }
+  explicit TensorShape(const WeirTensor& t) : t_(t) {}
   int32_t rank() const { return t_.rank; }
   int64_t dim(int32_t axis) const { return t_.sizes[axis]; }
   int64_t size() const {
@@ -85,26 +83,24 @@ class Input {
   }
   const WeirTensor& raw() const { return t_; }
 
- private:
+ protected:
   WeirTensor t_;
 };
 
 template <typename T>
-class Output {
+class Input : public TensorShape {
  public:
-  explicit Output(const WeirTensor& t) : t_(t) {}
+  explicit Input(const WeirTensor& t) : TensorShape(t) {}
+  const T* data() const { return static_cast<const T*>(t_.data); }
+  const T& operator[](int64_t i) const { return data()[i]; }
+};
+
+template <typename T>
+class Output : public TensorShape {
+ public:
+  explicit Output(const WeirTensor& t) : TensorShape(t) {}
   T* data() const { return static_cast<T*>(t_.data); }
   T& operator[](int64_t i) const { return data()[i]; }
-  int32_t rank() const { return t_.rank; }
-  int64_t dim(int32_t axis) const { return t_.sizes[axis]; }
-  int64_t size() const {
-    int64_t n = 1;
-    for (int32_t i = 0; i < t_.rank; ++i) n *= t_.sizes[i];
-    return n;
-  }
-
- private:
-  WeirTensor t_;
 };
 
 inline WeirAttrSpec float_attr(const char* name, double fallback) { return {name, WEIR_ATTR_FLOAT, 0, 0, fallback, nullptr}; }

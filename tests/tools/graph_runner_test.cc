@@ -4,10 +4,6 @@
 // unknown model name) gives one "error: ..." line and a non-zero status.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 
 #include "core/atomic_file.h"
@@ -16,33 +12,15 @@
 #include "frontend/data/npy.h"
 #include "frontend/onnx/onnx_tensor.h"
 #include "tests/test_util.h"
+#include "tests/tools/process_util.h"
 
 namespace weir {
 namespace {
 
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr
-};
+using Result = testing::ProcessResult;
 
-Result run(const std::string& args) {
-  std::string command = std::string(WEIR_GRAPH_RUNNER) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-void expect_error(const Result& r, const std::string& mentions) {
-  EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << r.output;
-  EXPECT_NE(r.output.find(mentions), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
-}
+Result run(const std::string& args) { return testing::run_graph_runner(args); }
+void expect_error(const Result& r, const std::string& mentions) { testing::expect_cli_error(r, mentions); }
 
 TEST(GraphRunner, TrainSaveAndRunTheModel) {
   if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";

@@ -6,9 +6,6 @@
 // error, in-process and from the CLI, with no crash.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -20,27 +17,15 @@
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
+#include "tests/tools/process_util.h"
 
 namespace weir {
 namespace {
 
-struct Result {
-  int status;
-  std::string output;
-};
+using Result = testing::ProcessResult;
+using testing::run_command;
 
-Result shell(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-Result graph_runner(const std::string& args) { return shell(std::string(WEIR_GRAPH_RUNNER) + " " + args); }
+Result graph_runner(const std::string& args) { return testing::run_graph_runner(args); }
 
 struct Registries {
   OpRegistry ops;
@@ -66,7 +51,7 @@ std::string error_of_loading(const std::string& path) {
 
 TEST(Plugins, SiluGateRunsThroughGraphRunner) {
   testing::ScratchDir dir;
-  Result made = shell(std::string(WEIR_SILU_GATE_MODEL) + " " + WEIR_SILU_GATE_PLUGIN + " " + dir.path().string());
+  Result made = run_command(std::string(WEIR_SILU_GATE_MODEL) + " " + WEIR_SILU_GATE_PLUGIN + " " + dir.path().string());
   ASSERT_EQ(made.status, 0) << made.output;
   Result ran = graph_runner("run " + (dir / "silu_gate.weir").string() + " --plugin " + WEIR_SILU_GATE_PLUGIN +
                             " -i x=" + (dir / "x.npy").string() + " -i gate=" + (dir / "gate.npy").string() + " -o " +

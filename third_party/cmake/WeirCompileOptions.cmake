@@ -21,3 +21,11 @@ if(WEIR_SANITIZE)
                       $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=undefined>)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+if(WEIR_SANITIZE_THREAD)
+  # OpenMP's runtime (libgomp) is not instrumented: its barriers look like
+  # races to TSan. tsan.supp (at the repository root) silences those; run as
+  # TSAN_OPTIONS=suppressions=$PWD/tsan.supp.
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=thread)
+endif()

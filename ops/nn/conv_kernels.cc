@@ -178,12 +178,22 @@ class ConvGradBiasKernel final : public OpKernel {
         const T* in = dy.data<T>();
         T* out = db.data<T>();
         parallel_for(channels, 1, [&](int64_t begin, int64_t end) {
+          // Eight running sums: independent additions the compiler turns
+          // into one vector add per eight elements (a single sum is a serial
+          // chain, since floating-point addition may not be reordered).
+          constexpr int kLanes = 8;
           for (int64_t k = begin; k < end; ++k) {
-            C sum = 0;
+            C lanes[kLanes] = {};
             for (int64_t n = 0; n < batch; ++n) {
               const T* row = in + (n * channels + k) * plane;
-              for (int64_t i = 0; i < plane; ++i) sum += static_cast<C>(load(row[i]));
+              int64_t i = 0;
+              for (; i + kLanes <= plane; i += kLanes) {
+                for (int j = 0; j < kLanes; ++j) lanes[j] += static_cast<C>(load(row[i + j]));
+              }
+              for (; i < plane; ++i) lanes[0] += static_cast<C>(load(row[i]));
             }
+            C sum = 0;
+            for (C lane : lanes) sum += lane;
             out[k] = store<T>(static_cast<ComputeType<T>>(sum));
           }
         });

@@ -3,9 +3,12 @@
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "core/verifier.h"
+#include "passes/fusion/conv_batch_norm_folding.h"
+#include "passes/fusion/matmul_add_to_gemm.h"
 #include "passes/simplify/common_subexpression_elimination.h"
 #include "passes/simplify/constant_folding.h"
 #include "passes/simplify/dead_code_elimination.h"
+#include "passes/simplify/freeze_parameters.h"
 #include "passes/simplify/identity_elimination.h"
 
 namespace weir {
@@ -48,15 +51,20 @@ struct Registered {
 };
 
 // In pipeline order, with why each sits where it does:
-// identities first (they hide constants from folding); folding next (it
-// turns shape arithmetic into constants); CSE after folding (folded
-// duplicates become the same constant readers); DCE last (it sweeps what the
-// others left unread).
+// freezing first (at level 2: weights nothing writes become constants, which
+// folding and the fusions need); identities next (they hide producers from
+// the patterns); folding (shape arithmetic and frozen-weight arithmetic
+// become constants); CSE (folded duplicates now read the same values); the
+// fusions, on the simplified graph (Conv+BN needs constant weights);
+// DCE last (it sweeps what the others left unread).
 const std::vector<Registered>& registered() {
   static const std::vector<Registered> passes = {
+      {"freeze_parameters", 2, [] { return std::unique_ptr<Pass>(new FreezeParameters()); }},
       {"identity_elimination", 1, [] { return std::unique_ptr<Pass>(new IdentityElimination()); }},
       {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
+      {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},
+      {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},
       {"dead_code_elimination", 1, [] { return std::unique_ptr<Pass>(new DeadCodeElimination()); }},
   };
   return passes;

@@ -3,6 +3,8 @@
 // verification, levels and names.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "frontend/builder/graph_builder.h"
@@ -10,7 +12,9 @@
 #include "models/zoo.h"
 #include "ops/graph_evaluator.h"
 #include "ops/register_ops.h"
+#include "frontend/optim/optimizer.h"
 #include "passes/pass_manager.h"
+#include "passes/simplify/freeze_parameters.h"
 #include "tests/test_util.h"
 
 namespace weir {
@@ -135,6 +139,58 @@ TEST(InferencePipeline, ZooModelsGiveTheSameLogits) {
     std::printf("%s: %zu nodes -> %zu\n", name.c_str(), model.graph->num_nodes(), optimized->num_nodes());
     expect_same_outputs(*model.graph, *optimized, {{model.input, x}});
   }
+}
+
+double relative_l2(const Tensor& a, const Tensor& b) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    double x = a.data<float>()[i], y = b.data<float>()[i];
+    diff += (x - y) * (x - y);
+    norm += x * x;
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+// ResNet-18 for inference: every BatchNormalization folds into its Conv
+// (after freezing the weights), and the logits stay within 1e-4 relative L2.
+TEST(ConvBatchNormFolding, ResnetHasNoBatchNormLeft) {
+  models::ZooOptions zoo{.classes = 10, .in_channels = 3, .image_size = 32, .resnet_width = 8};
+  models::ClassifierGraph model = models::build_classifier("resnet18", 2, /*training=*/false, zoo);
+  // Random running statistics, so the folding has something to fold.
+  uint32_t seed = 50;
+  for (Value* v : model.graph->persistents()) {
+    if (v->name().ends_with("running_mean")) v->set_data(Tensor::from_vector(testing::random_floats(static_cast<size_t>(v->data().num_elements()), seed++), v->data().sizes()));
+    if (v->name().ends_with("running_var")) {
+      std::vector<float> var = testing::random_floats(static_cast<size_t>(v->data().num_elements()), seed++, 0.5f, 2.0f);
+      v->set_data(Tensor::from_vector(var, v->data().sizes()));
+    }
+  }
+  auto optimized = model.graph->clone();
+  PassContext ctx;
+  inference_pipeline(3)->run(*optimized, ctx);
+  EXPECT_GT(count_ops(*model.graph, "BatchNormalization"), 0);
+  EXPECT_EQ(count_ops(*optimized, "BatchNormalization"), 0);
+  EXPECT_EQ(count_ops(*optimized, "Conv"), count_ops(*model.graph, "Conv"));
+  EXPECT_EQ(count_ops(*optimized, "Gemm"), 1) << "the classifier's MatMul + bias";
+  std::printf("resnet18: %zu nodes -> %zu\n", model.graph->num_nodes(), optimized->num_nodes());
+  Tensor x = Tensor::from_vector(testing::random_floats(2 * 3 * 32 * 32, 7, 0.0f, 1.0f), {2, 3, 32, 32});
+  Tensor before = evaluate_graph(*model.graph, {{"x", x}})[0], after = evaluate_graph(*optimized, {{"x", x}})[0];
+  EXPECT_LT(relative_l2(before, after), 1e-4);
+}
+
+TEST(FreezeParameters, TrainingGraphsKeepTheirParameters) {
+  models::ClassifierGraph train = models::build_classifier("mlp", 4, /*training=*/true);
+  minimize(*train.graph, train.loss, {.kind = OptimizerKind::kSgd});
+  size_t persistents = train.graph->persistents().size();
+  PassContext ctx;
+  FreezeParameters freeze;
+  EXPECT_FALSE(freeze.run(*train.graph, ctx));
+  EXPECT_EQ(train.graph->persistents().size(), persistents);
+  models::ClassifierGraph infer = models::build_classifier("mlp", 4, /*training=*/false);
+  EXPECT_TRUE(freeze.run(*infer.graph, ctx));
+  EXPECT_TRUE(infer.graph->persistents().empty());
+  EXPECT_NE(infer.graph->find_value("fc1/weight"), nullptr) << "frozen values keep their names";
+  EXPECT_TRUE(infer.graph->find_value("fc1/weight")->is_constant());
 }
 
 // A pass that breaks the graph: its output's type no longer matches.

@@ -1,0 +1,81 @@
+#include "passes/fusion/conv_batch_norm_folding.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace weir {
+
+namespace {
+
+bool is_constant(const Value* v) { return v != nullptr && v->is_constant(); }
+
+template <typename T>
+void fold(const Tensor& w, const Tensor* b, const Tensor& scale, const Tensor& shift, const Tensor& mean,
+          const Tensor& var, double epsilon, Tensor& w_out, Tensor& b_out) {
+  const int64_t channels = w.sizes()[0];
+  const int64_t per_channel = channels > 0 ? w.num_elements() / channels : 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    const double s = static_cast<double>(scale.data<T>()[c]) /
+                     std::sqrt(static_cast<double>(var.data<T>()[c]) + epsilon);
+    for (int64_t i = 0; i < per_channel; ++i) {
+      w_out.data<T>()[c * per_channel + i] = static_cast<T>(static_cast<double>(w.data<T>()[c * per_channel + i]) * s);
+    }
+    const double bias = b != nullptr ? static_cast<double>(b->data<T>()[c]) : 0.0;
+    b_out.data<T>()[c] = static_cast<T>((bias - static_cast<double>(mean.data<T>()[c])) * s +
+                                        static_cast<double>(shift.data<T>()[c]));
+  }
+}
+
+}  // namespace
+
+bool ConvBatchNormFolding::run(Graph& graph, PassContext&) {
+  bool changed = false;
+  for (Node* bn : graph.nodes()) {
+    if (bn->op_type() != "BatchNormalization" || !bn->domain().empty() || bn->num_inputs() != 5) continue;
+    if (bn->has_attr("training_mode") && bn->attr("training_mode").i() != 0) continue;
+    if (bn->num_outputs() != 1) continue;
+    Value* y = bn->input(0);
+    Node* conv = y != nullptr ? y->producer() : nullptr;
+    if (conv == nullptr || conv->op_type() != "Conv" || !conv->domain().empty() || y->uses().size() != 1) continue;
+    if (std::find(graph.outputs().begin(), graph.outputs().end(), y) != graph.outputs().end()) continue;
+    Value* w = conv->input(1);
+    Value* b = conv->num_inputs() > 2 ? conv->input(2) : nullptr;
+    bool constants = is_constant(w) && (b == nullptr || is_constant(b));
+    for (size_t i = 1; i < 5; ++i) constants = constants && is_constant(bn->input(i));
+    if (!constants) continue;
+    const DType dtype = w->dtype();
+    if (dtype != DType::kFloat32 && dtype != DType::kFloat64) continue;
+    const int64_t channels = w->data().rank() > 0 ? w->data().sizes()[0] : -1;
+    bool shapes_ok = channels > 0;
+    for (size_t i = 1; i < 5; ++i) {
+      const Tensor& t = bn->input(i)->data();
+      shapes_ok = shapes_ok && t.dtype() == dtype && t.num_elements() == channels;
+    }
+    if (b != nullptr) shapes_ok = shapes_ok && b->data().dtype() == dtype && b->data().num_elements() == channels;
+    if (!shapes_ok) continue;
+    const double epsilon = bn->has_attr("epsilon") ? bn->attr("epsilon").f() : 1e-5;
+
+    Tensor w_out(dtype, w->data().sizes()), b_out(dtype, {channels});
+    const Tensor* b_in = b != nullptr ? &b->data() : nullptr;
+    if (dtype == DType::kFloat32) {
+      fold<float>(w->data(), b_in, bn->input(1)->data(), bn->input(2)->data(), bn->input(3)->data(),
+                  bn->input(4)->data(), epsilon, w_out, b_out);
+    } else {
+      fold<double>(w->data(), b_in, bn->input(1)->data(), bn->input(2)->data(), bn->input(3)->data(),
+                   bn->input(4)->data(), epsilon, w_out, b_out);
+    }
+    Value* new_w = graph.add_constant(graph.unique_name(w->name() + "_bn_folded"), w_out);
+    Value* new_b = graph.add_constant(graph.unique_name(conv->name() + "_bias_bn_folded"), b_out);
+    Node* folded = graph.add_node("Conv", {conv->input(0), new_w, new_b}, 1, conv->attributes(),
+                                  graph.unique_name(conv->name() + "_bn"));
+    if (conv->device()) folded->set_device(*conv->device());
+    folded->output(0)->set_type(bn->output(0)->type());
+    graph.replace_all_uses(bn->output(0), folded->output(0));
+    graph.remove_node(bn);
+    graph.remove_node(conv);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace weir

@@ -67,12 +67,16 @@ TEST(GraphRunner, TrainSaveAndRunTheModel) {
   expect_error(run("bench " + (dir / "cut.weir").string()), "cut.weir");
 
   std::string dot = (dir / "mlp.dot").string();
-  Result inspect = run("inspect " + model + " --dot " + dot + " --batch 64 --verbose");
+  Result inspect = run("inspect " + model + " --dot " + dot + " --batch 64 --verbose --opt-level 0");
   ASSERT_EQ(inspect.status, 0) << inspect.output;
   // 784*256 + 256 + 256*10 + 10 parameters; 2 multiply-adds per weight and example.
   EXPECT_NE(inspect.output.find("parameters: 203530 elements, 814120 bytes"), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("input  x: f32[N,1,28,28]"), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("MatMul=2"), std::string::npos) << inspect.output;
+  // At the default level the weights are frozen and each MatMul + bias is one Gemm.
+  Result optimized_inspect = run("inspect " + model);
+  EXPECT_NE(optimized_inspect.output.find("ops (opt-level 3): Gemm=2"), std::string::npos) << optimized_inspect.output;
+  EXPECT_NE(optimized_inspect.output.find("constants: 203532 elements"), std::string::npos) << optimized_inspect.output;
   EXPECT_NE(inspect.output.find("estimated_flops: "), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("symbolic dims bound to 64"), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("cpu:0/compute"), std::string::npos) << "--verbose prints the plan\n" << inspect.output;

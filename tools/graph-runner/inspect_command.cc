@@ -115,7 +115,7 @@ void inspect(const InspectArgs& args) {
   std::vector<std::pair<int, std::string>> ops;
   for (const auto& [op, count] : histogram) ops.emplace_back(count, op);
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-  std::printf("ops:");
+  std::printf("ops (opt-level %d):", args.passes.opt_level);
   for (const auto& [count, op] : ops) std::printf(" %s=%d", op.c_str(), count);
   std::printf("\n");
 
@@ -128,6 +128,7 @@ void inspect(const InspectArgs& args) {
     constants += v->data().num_elements();
     constant_bytes += static_cast<int64_t>(v->data().nbytes());
   }
+  // At opt-level 2 and up, parameters are frozen into constants.
   std::printf("parameters: %lld elements, %lld bytes (persistent values)\n", static_cast<long long>(parameters),
               static_cast<long long>(parameter_bytes));
   std::printf("constants: %lld elements, %lld bytes\n", static_cast<long long>(constants),

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "core/verifier.h"
+#include "passes/fusion/conv_activation_fusion.h"
 #include "passes/fusion/conv_batch_norm_folding.h"
 #include "passes/fusion/matmul_add_to_gemm.h"
 #include "passes/simplify/common_subexpression_elimination.h"
@@ -55,7 +56,8 @@ struct Registered {
 // folding and the fusions need); identities next (they hide producers from
 // the patterns); folding (shape arithmetic and frozen-weight arithmetic
 // become constants); CSE (folded duplicates now read the same values); the
-// fusions, on the simplified graph (Conv+BN needs constant weights);
+// fusions, on the simplified graph (Conv+BN needs constant weights, and
+// runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv);
 // DCE last (it sweeps what the others left unread).
 const std::vector<Registered>& registered() {
   static const std::vector<Registered> passes = {
@@ -64,6 +66,7 @@ const std::vector<Registered>& registered() {
       {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},
+      {"conv_activation_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvActivationFusion()); }},
       {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},
       {"dead_code_elimination", 1, [] { return std::unique_ptr<Pass>(new DeadCodeElimination()); }},
   };

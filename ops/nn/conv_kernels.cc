@@ -20,13 +20,16 @@ Tensor widen(const Tensor& t) {
 
 // Runs one direction of `p`: forward (a = in, b = weight), backward data
 // (a = d_out, b = weight) or backward weights (a = d_out, b = in), writing `out`.
+// relu (forward only): max(y, 0) applied in the same pass (FusedConv).
 void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p, const Tensor& a, const Tensor& b,
-                   const Tensor* bias, Tensor& out) {
+                   const Tensor* bias, Tensor& out, bool relu = false) {
   DType dtype = out.dtype();
   if (DnnlConv::supports(dtype)) {
     const void* bias_data = bias != nullptr ? bias->raw_data() : nullptr;
     switch (direction) {
-      case ConvDirection::kForward: dnnl.forward(dtype, p, a.raw_data(), b.raw_data(), bias_data, out.raw_data()); return;
+      case ConvDirection::kForward:
+        dnnl.forward(dtype, p, a.raw_data(), b.raw_data(), bias_data, out.raw_data(), relu);
+        return;
       case ConvDirection::kBackwardData: dnnl.backward_data(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
       case ConvDirection::kBackwardWeights: dnnl.backward_weights(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
     }
@@ -34,7 +37,7 @@ void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p
   if (dtype == DType::kFloat16) {
     Tensor wide_bias = bias != nullptr ? widen(*bias) : Tensor();
     Tensor wide_out = Tensor::uninitialized(DType::kFloat32, out.sizes());
-    run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out);
+    run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out, relu);
     cast_elements(DType::kFloat32, wide_out.raw_data(), DType::kFloat16, out.raw_data(), out.num_elements());
     return;
   }
@@ -43,6 +46,10 @@ void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p
       switch (direction) {
         case ConvDirection::kForward:
           conv_forward_direct<T>(p, a.data<T>(), b.data<T>(), bias != nullptr ? bias->data<T>() : nullptr, out.data<T>());
+          if (relu) {
+            T* y = out.data<T>();
+            for (int64_t i = 0; i < out.num_elements(); ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
+          }
           return;
         case ConvDirection::kBackwardData: conv_backward_data_direct<T>(p, a.data<T>(), b.data<T>(), out.data<T>()); return;
         case ConvDirection::kBackwardWeights:
@@ -89,10 +96,10 @@ void check_same_dtype(const KernelContext& ctx, DType dtype) {
   }
 }
 
-// Conv (kForward) and ConvTranspose (kTranspose).
+// Conv (kForward), ConvTranspose (kTranspose) and FusedConv (kForward with relu).
 class ConvKernel final : public OpKernel {
  public:
-  explicit ConvKernel(ConvKind kind) : kind_(kind) {}
+  explicit ConvKernel(ConvKind kind, bool relu = false) : kind_(kind), relu_(relu) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -111,18 +118,31 @@ class ConvKernel final : public OpKernel {
                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (empty) {
       if (bias != nullptr && y.num_elements() > 0) add_channel_bias(y, *bias);
+      if (relu_ && y.num_elements() > 0) relu_in_place(y);
       return;
     }
     if (forward) {
-      run_direction(dnnl_, ConvDirection::kForward, p, x, w, bias, y);
+      run_direction(dnnl_, ConvDirection::kForward, p, x, w, bias, y, relu_);
     } else {
       run_direction(dnnl_, ConvDirection::kBackwardData, p, x, w, nullptr, y);
       if (bias != nullptr) add_channel_bias(y, *bias);
     }
   }
 
+  static void relu_in_place(Tensor& y) {
+    dispatch_dtype(y.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        T* v = y.data<T>();
+        for (int64_t i = 0; i < y.num_elements(); ++i) {
+          if (load(v[i]) < 0) v[i] = store<T>(ComputeType<T>(0));
+        }
+      }
+    });
+  }
+
  private:
   ConvKind kind_;
+  bool relu_;
   DnnlConv dnnl_;
 };
 
@@ -208,6 +228,14 @@ void register_conv_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
   registry.add("Conv", DeviceType::kCpu, types,
                [](const Node&) { return std::make_unique<ConvKernel>(ConvKind::kForward); });
+  registry.add("FusedConv", DeviceType::kCpu, types, [](const Node& node) {
+    std::string activation = node.has_attr("activation") ? node.attr("activation").s() : "Relu";
+    if (activation != "Relu") {
+      throw Error(ErrorKind::kUnsupported, "FusedConv '" + node.name() + "': activation '" + activation +
+                                               "' is not supported (Relu is)").with_node(node.name());
+    }
+    return std::make_unique<ConvKernel>(ConvKind::kForward, /*relu=*/true);
+  });
   registry.add("ConvTranspose", DeviceType::kCpu, types,
                [](const Node&) { return std::make_unique<ConvKernel>(ConvKind::kTranspose); });
   registry.add("ConvGradData", DeviceType::kCpu, types,

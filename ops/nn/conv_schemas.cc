@@ -128,6 +128,12 @@ OpSchema conv_backward(const char* name, std::vector<const char*> inputs, size_t
 void register_conv_schemas(OpRegistry& registry) {
   registry.add(conv("Conv", ConvKind::kForward,
                     "N-D convolution (1 to 3 spatial axes) of X [N, C, ...] with W [K, C/group, k...], plus B [K]"));
+  // What the conv_activation_fusion pass makes: Conv then an activation in
+  // one kernel (a oneDNN post-op). Inference only: no gradient rule.
+  OpSchema fused = conv("FusedConv", ConvKind::kForward,
+                        "Conv followed by its activation (attribute activation: Relu), in one pass over the output");
+  fused.gradient(GradientFn()).attr("activation", AttrType::kString, Attribute("Relu"));
+  registry.add(std::move(fused));
   registry.add(conv("ConvTranspose", ConvKind::kTranspose,
                     "transposed convolution of X [N, C, ...] with W [C, K/group, k...], plus B [K]"));
   registry.add(conv_backward("ConvGradData", {"dY", "W", "X"}, 2,

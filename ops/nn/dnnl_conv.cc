@@ -117,26 +117,31 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const ConvP
 struct DnnlConv::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
-  using Key = std::tuple<Direction, DType, bool, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
+  using Key = std::tuple<Direction, DType, bool, bool, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>>;
   std::map<Key, std::shared_ptr<Cached>> cache;
 
-  std::shared_ptr<Cached> get(Direction direction, DType dtype, const ConvProblem& p, bool with_bias) {
-    Key key{direction, dtype, with_bias, p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
+  std::shared_ptr<Cached> get(Direction direction, DType dtype, const ConvProblem& p, bool with_bias, bool relu) {
+    Key key{direction, dtype, with_bias, relu, p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
             p.kernel, p.strides, p.dilations, p.pads_begin, p.pads_end};
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(key);
     if (found != cache.end()) return found->second;
-    std::shared_ptr<Cached> created = build(direction, dtype, p, with_bias);
+    std::shared_ptr<Cached> created = build(direction, dtype, p, with_bias, relu);
     cache.emplace(key, created);
     return created;
   }
 
-  std::shared_ptr<Cached> build(Direction direction, DType dtype, const ConvProblem& p, bool with_bias) {
+  std::shared_ptr<Cached> build(Direction direction, DType dtype, const ConvProblem& p, bool with_bias, bool relu) {
     Descs d = plain_descs(dtype, p);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
     memory::dims strides = spatial(p.strides, p.spatial_rank), dilates = spatial(p.dilations, p.spatial_rank, 1);
     memory::dims pl = spatial(p.pads_begin, p.spatial_rank), pr = spatial(p.pads_end, p.spatial_rank);
     if (direction == Direction::kForward) {
@@ -172,8 +177,8 @@ struct DnnlConv::Impl {
   }
 
   void run(Direction direction, DType dtype, const ConvProblem& p, const void* a, const void* b, const void* bias,
-           void* result) {
-    std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr);
+           void* result, bool relu = false) {
+    std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr, relu);
     std::unique_lock<std::mutex> own_buffers(c->buffers_busy, std::try_to_lock);
     std::vector<memory> local;
     std::vector<memory>& buffers = own_buffers.owns_lock() ? c->buffers : local;
@@ -222,8 +227,8 @@ void guarded(const char* what, Fn&& fn) {
 }  // namespace
 
 void DnnlConv::forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias,
-                       void* out) {
-  guarded("forward", [&] { impl_->run(Direction::kForward, dtype, p, in, weight, bias, out); });
+                       void* out, bool relu) {
+  guarded("forward", [&] { impl_->run(Direction::kForward, dtype, p, in, weight, bias, out, relu); });
 }
 
 void DnnlConv::backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in) {

@@ -3,6 +3,7 @@
 //
 //   DnnlConv conv;
 //   conv.forward(DType::kFloat32, problem, x, w, bias_or_null, y);
+//   conv.forward(DType::kFloat32, problem, x, w, bias_or_null, y, /*relu=*/true);   // Conv+ReLU in one pass
 //   conv.backward_data(DType::kFloat32, problem, dy, w, dx);
 //   conv.backward_weights(DType::kFloat32, problem, dy, x, dw);
 //
@@ -28,7 +29,9 @@ class DnnlConv {
 
   static bool supports(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kBFloat16; }
 
-  void forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias, void* out);
+  // relu: apply max(y, 0) to the result inside the primitive (a oneDNN post-op).
+  void forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias, void* out,
+               bool relu = false);
   void backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in);
   void backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in, void* d_weight);
 

@@ -170,12 +170,50 @@ TEST(ConvBatchNormFolding, ResnetHasNoBatchNormLeft) {
   inference_pipeline(3)->run(*optimized, ctx);
   EXPECT_GT(count_ops(*model.graph, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(*optimized, "BatchNormalization"), 0);
-  EXPECT_EQ(count_ops(*optimized, "Conv"), count_ops(*model.graph, "Conv"));
+  EXPECT_EQ(count_ops(*optimized, "Conv") + count_ops(*optimized, "FusedConv"), count_ops(*model.graph, "Conv"));
+  EXPECT_EQ(count_ops(*optimized, "FusedConv"), 9) << "stem + two per basic block; the second conv of a block feeds the residual Add";
+  EXPECT_EQ(count_ops(*optimized, "Relu"), count_ops(*model.graph, "Relu") - 9);
   EXPECT_EQ(count_ops(*optimized, "Gemm"), 1) << "the classifier's MatMul + bias";
   std::printf("resnet18: %zu nodes -> %zu\n", model.graph->num_nodes(), optimized->num_nodes());
   Tensor x = Tensor::from_vector(testing::random_floats(2 * 3 * 32 * 32, 7, 0.0f, 1.0f), {2, 3, 32, 32});
   Tensor before = evaluate_graph(*model.graph, {{"x", x}})[0], after = evaluate_graph(*optimized, {{"x", x}})[0];
   EXPECT_LT(relative_l2(before, after), 1e-4);
+}
+
+// Conv + Relu becomes FusedConv: f32 through oneDNN's post-op, f64 through
+// the direct loops; both match the unfused graph.
+TEST(ConvActivationFusion, MatchesConvThenRelu) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    Graph g("conv_relu");
+    Value* x = g.add_input("x", {dtype, Shape{2, 3, 9, 9}});
+    auto tensor = [&](std::vector<int64_t> sizes, uint32_t seed) {
+      Tensor t = random_f64_tensor(sizes, seed);
+      return dtype == DType::kFloat64 ? t : Tensor::from_vector(std::vector<float>(t.data<double>(), t.data<double>() + t.num_elements()), sizes);
+    };
+    Value* w = g.add_constant("w", tensor({4, 3, 3, 3}, 1));
+    Value* b = g.add_constant("b", tensor({4}, 2));
+    Value* y = g.add_node("Conv", {x, w, b}, 1, {{"pads", Attribute(std::vector<int64_t>{1, 1, 1, 1})},
+                                                 {"strides", Attribute(std::vector<int64_t>{2, 2})}})->output(0);
+    g.add_output(g.add_node("Relu", {y})->output(0));
+    infer_graph_types(g, default_op_registry());
+    auto fused = g.clone();
+    PassContext ctx;
+    inference_pipeline(3)->run(*fused, ctx);
+    EXPECT_EQ(count_ops(*fused, "FusedConv"), 1);
+    EXPECT_EQ(count_ops(*fused, "Relu"), 0);
+    Tensor input = tensor({2, 3, 9, 9}, 3);
+    Tensor a = evaluate_graph(g, {{"x", input}})[0], c = evaluate_graph(*fused, {{"x", input}})[0];
+    ASSERT_EQ(a.sizes(), c.sizes());
+    int negatives = 0;
+    for (int64_t i = 0; i < a.num_elements(); ++i) {
+      double u = dtype == DType::kFloat64 ? a.data<double>()[i] : a.data<float>()[i];
+      double v = dtype == DType::kFloat64 ? c.data<double>()[i] : c.data<float>()[i];
+      EXPECT_NEAR(u, v, 1e-5 * (1 + std::abs(u))) << i;
+      EXPECT_GE(v, 0.0);
+      negatives += u == 0;
+    }
+    EXPECT_GT(negatives, 0) << "some outputs were clamped";
+  }
 }
 
 TEST(FreezeParameters, TrainingGraphsKeepTheirParameters) {

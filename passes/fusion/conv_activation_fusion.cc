@@ -1,0 +1,30 @@
+#include "passes/fusion/conv_activation_fusion.h"
+
+#include <algorithm>
+
+namespace weir {
+
+bool ConvActivationFusion::run(Graph& graph, PassContext& context) {
+  if (context.registry().find("FusedConv") == nullptr) return false;
+  bool changed = false;
+  for (Node* relu : graph.nodes()) {
+    if (relu->op_type() != "Relu" || !relu->domain().empty() || relu->num_inputs() != 1) continue;
+    Value* y = relu->input(0);
+    Node* conv = y != nullptr ? y->producer() : nullptr;
+    if (conv == nullptr || conv->op_type() != "Conv" || !conv->domain().empty() || y->uses().size() != 1) continue;
+    if (std::find(graph.outputs().begin(), graph.outputs().end(), y) != graph.outputs().end()) continue;
+    if (conv->device() != relu->device() || !conv->control_outputs().empty()) continue;
+    std::map<std::string, Attribute> attributes = conv->attributes();
+    attributes["activation"] = Attribute("Relu");
+    Node* fused = graph.add_node("FusedConv", conv->inputs(), 1, attributes, graph.unique_name(conv->name() + "_relu"));
+    if (conv->device()) fused->set_device(*conv->device());
+    fused->output(0)->set_type(relu->output(0)->type());
+    graph.replace_all_uses(relu->output(0), fused->output(0));
+    graph.remove_node(relu);
+    graph.remove_node(conv);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace weir

@@ -1,13 +1,18 @@
 #include "passes/fusion/conv_activation_fusion.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace weir {
 
 bool ConvActivationFusion::run(Graph& graph, PassContext& context) {
   if (context.registry().find("FusedConv") == nullptr) return false;
   bool changed = false;
+  // Nodes this run removed: the snapshot below may still list them (a node
+  // an earlier pass added sits after its readers in insertion order).
+  std::unordered_set<const Node*> removed;
   for (Node* relu : graph.nodes()) {
+    if (removed.count(relu)) continue;
     if (relu->op_type() != "Relu" || !relu->domain().empty() || relu->num_inputs() != 1) continue;
     Value* y = relu->input(0);
     Node* conv = y != nullptr ? y->producer() : nullptr;
@@ -20,7 +25,9 @@ bool ConvActivationFusion::run(Graph& graph, PassContext& context) {
     if (conv->device()) fused->set_device(*conv->device());
     fused->output(0)->set_type(relu->output(0)->type());
     graph.replace_all_uses(relu->output(0), fused->output(0));
+    removed.insert(relu);
     graph.remove_node(relu);
+    removed.insert(conv);
     graph.remove_node(conv);
     changed = true;
   }

@@ -1,6 +1,7 @@
 #include "passes/fusion/conv_batch_norm_folding.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <cmath>
 
 namespace weir {
@@ -30,7 +31,11 @@ void fold(const Tensor& w, const Tensor* b, const Tensor& scale, const Tensor& s
 
 bool ConvBatchNormFolding::run(Graph& graph, PassContext&) {
   bool changed = false;
+  // Nodes this run removed: the snapshot below may still list them (a node
+  // an earlier pass added sits after its readers in insertion order).
+  std::unordered_set<const Node*> removed;
   for (Node* bn : graph.nodes()) {
+    if (removed.count(bn)) continue;
     if (bn->op_type() != "BatchNormalization" || !bn->domain().empty() || bn->num_inputs() != 5) continue;
     if (bn->has_attr("training_mode") && bn->attr("training_mode").i() != 0) continue;
     if (bn->num_outputs() != 1) continue;
@@ -71,7 +76,9 @@ bool ConvBatchNormFolding::run(Graph& graph, PassContext&) {
     if (conv->device()) folded->set_device(*conv->device());
     folded->output(0)->set_type(bn->output(0)->type());
     graph.replace_all_uses(bn->output(0), folded->output(0));
+    removed.insert(bn);
     graph.remove_node(bn);
+    removed.insert(conv);
     graph.remove_node(conv);
     changed = true;
   }

@@ -1,12 +1,17 @@
 #include "passes/fusion/matmul_add_to_gemm.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace weir {
 
 bool MatMulAddToGemm::run(Graph& graph, PassContext&) {
   bool changed = false;
+  // Nodes this run removed: the snapshot below may still list them (a node
+  // an earlier pass added sits after its readers in insertion order).
+  std::unordered_set<const Node*> removed;
   for (Node* add : graph.nodes()) {
+    if (removed.count(add)) continue;
     if (add->op_type() != "Add" || !add->domain().empty() || add->num_inputs() != 2) continue;
     for (size_t side = 0; side < 2; ++side) {
       Value* product = add->input(side);
@@ -28,7 +33,9 @@ bool MatMulAddToGemm::run(Graph& graph, PassContext&) {
       if (matmul->device()) gemm->set_device(*matmul->device());
       gemm->output(0)->set_type(add->output(0)->type());
       graph.replace_all_uses(add->output(0), gemm->output(0));
+      removed.insert(add);
       graph.remove_node(add);
+      removed.insert(matmul);
       graph.remove_node(matmul);
       changed = true;
       break;

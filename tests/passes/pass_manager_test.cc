@@ -231,6 +231,43 @@ TEST(FreezeParameters, TrainingGraphsKeepTheirParameters) {
   EXPECT_TRUE(infer.graph->find_value("fc1/weight")->is_constant());
 }
 
+// Adds an Identity reading the graph's first output until it has added
+// `limit` of them (a typed option in the context); counts its runs.
+struct CountingOptions {
+  int limit = 0;
+};
+class AddsIdentities final : public Pass {
+ public:
+  std::string name() const override { return "adds_identities"; }
+  bool run(Graph& graph, PassContext& context) override {
+    ++runs;
+    if (added >= context.options<CountingOptions>().limit) return false;
+    graph.add_node("Identity", {graph.outputs().front()});
+    ++added;
+    return true;
+  }
+  int runs = 0, added = 0;
+};
+
+TEST(FixedPoint, RepeatsUntilNothingChangesOrTheCap) {
+  PassContext ctx;
+  ctx.options<CountingOptions>().limit = 3;
+  auto graph = cluttered_graph();
+  auto pass = std::make_unique<AddsIdentities>();
+  AddsIdentities* inner = pass.get();
+  FixedPoint until_stable(std::move(pass), 10);
+  EXPECT_TRUE(until_stable.run(*graph, ctx));
+  EXPECT_EQ(inner->added, 3);
+  EXPECT_EQ(inner->runs, 4) << "three changing runs, then one that changed nothing";
+  auto capped_pass = std::make_unique<AddsIdentities>();
+  AddsIdentities* capped_inner = capped_pass.get();
+  ctx.options<CountingOptions>().limit = 100;
+  FixedPoint capped(std::move(capped_pass), 5);
+  EXPECT_TRUE(capped.run(*graph, ctx));
+  EXPECT_EQ(capped_inner->runs, 5);
+  EXPECT_EQ(capped.name(), "adds_identities*");
+}
+
 // A pass that breaks the graph: its output's type no longer matches.
 class BreaksTypes final : public Pass {
  public:

@@ -11,6 +11,8 @@
 #include "passes/simplify/dead_code_elimination.h"
 #include "passes/simplify/freeze_parameters.h"
 #include "passes/simplify/identity_elimination.h"
+#include "passes/simplify/no_op_elimination.h"
+#include "passes/simplify/shape_op_folding.h"
 
 namespace weir {
 
@@ -54,7 +56,9 @@ struct Registered {
 // In pipeline order, with why each sits where it does:
 // freezing first (at level 2: weights nothing writes become constants, which
 // folding and the fusions need); identities next (they hide producers from
-// the patterns); folding (shape arithmetic and frozen-weight arithmetic
+// the patterns); static Shape/Size become constants (then a Reshape to its
+// own shape has a static output type, which no-op elimination needs, and
+// folding finishes the shape arithmetic); no-ops; folding (shape arithmetic and frozen-weight arithmetic
 // become constants); CSE (folded duplicates now read the same values); the
 // fusions, on the simplified graph (Conv+BN needs constant weights, and
 // runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv);
@@ -63,6 +67,8 @@ const std::vector<Registered>& registered() {
   static const std::vector<Registered> passes = {
       {"freeze_parameters", 2, [] { return std::unique_ptr<Pass>(new FreezeParameters()); }},
       {"identity_elimination", 1, [] { return std::unique_ptr<Pass>(new IdentityElimination()); }},
+      {"shape_op_folding", 1, [] { return std::unique_ptr<Pass>(new ShapeOpFolding()); }},
+      {"no_op_elimination", 1, [] { return std::unique_ptr<Pass>(new NoOpElimination()); }},
       {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},

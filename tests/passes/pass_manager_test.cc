@@ -141,6 +141,38 @@ TEST(InferencePipeline, ZooModelsGiveTheSameLogits) {
   }
 }
 
+// Ops that do nothing, pairs that undo each other, and shape arithmetic on
+// a static shape: all gone, with the same outputs; a lossy cast pair stays.
+TEST(NoOpAndShapeFolding, RemoveWhatDoesNothing) {
+  Graph g("noops");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{2, 3, 4}});
+  auto node = [&](const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs = {}) {
+    return g.add_node(op, in, 1, attrs)->output(0);
+  };
+  Value* t = node("Transpose", {x}, {{"perm", Attribute(std::vector<int64_t>{0, 1, 2})}});          // identity perm
+  Value* c = node("Cast", {t}, {{"to", Attribute(int64_t{1})}});                                      // f32 -> f32
+  Value* p1 = node("Transpose", {c}, {{"perm", Attribute(std::vector<int64_t>{1, 2, 0})}});
+  Value* p2 = node("Transpose", {p1}, {{"perm", Attribute(std::vector<int64_t>{2, 0, 1})}});          // undoes p1
+  Value* wide = node("Cast", {p2}, {{"to", Attribute(int64_t{11})}});
+  Value* back = node("Cast", {wide}, {{"to", Attribute(int64_t{1})}});                                // f32->f64->f32
+  Value* half = node("Cast", {back}, {{"to", Attribute(int64_t{10})}});
+  Value* lossy = node("Cast", {half}, {{"to", Attribute(int64_t{1})}});                               // f32->f16->f32: stays
+  Value* shape = node("Shape", {lossy});                                                              // static: [2,3,4]
+  Value* reshaped = node("Reshape", {lossy, shape});                                                  // same shape
+  g.add_output(node("Relu", {reshaped}));
+  infer_graph_types(g, default_op_registry());
+  auto optimized = g.clone();
+  PassContext ctx;
+  inference_pipeline(1)->run(*optimized, ctx);
+  EXPECT_EQ(count_ops(*optimized, "Transpose"), 0);
+  EXPECT_EQ(count_ops(*optimized, "Shape"), 0);
+  EXPECT_EQ(count_ops(*optimized, "Reshape"), 0);
+  EXPECT_EQ(count_ops(*optimized, "Cast"), 2) << "only the lossy f16 round trip is left";
+  std::printf("no-op graph: %zu nodes -> %zu\n", g.num_nodes(), optimized->num_nodes());
+  Tensor input = Tensor::from_vector(testing::random_floats(24, 4, -3.0f, 3.0f), {2, 3, 4});
+  expect_same_outputs(g, *optimized, {{"x", input}});
+}
+
 double relative_l2(const Tensor& a, const Tensor& b) {
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < a.num_elements(); ++i) {

@@ -5,6 +5,7 @@
 #include "core/verifier.h"
 #include "passes/fusion/conv_activation_fusion.h"
 #include "passes/fusion/conv_batch_norm_folding.h"
+#include "passes/fusion/gelu_fusion.h"
 #include "passes/fusion/matmul_add_to_gemm.h"
 #include "passes/simplify/common_subexpression_elimination.h"
 #include "passes/simplify/constant_folding.h"
@@ -73,6 +74,7 @@ const std::vector<Registered>& registered() {
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},
       {"conv_activation_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvActivationFusion()); }},
+      {"gelu_fusion", 2, [] { return std::unique_ptr<Pass>(new GeluFusion()); }},
       {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},
       {"dead_code_elimination", 1, [] { return std::unique_ptr<Pass>(new DeadCodeElimination()); }},
   };

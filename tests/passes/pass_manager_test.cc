@@ -173,6 +173,43 @@ TEST(NoOpAndShapeFolding, RemoveWhatDoesNothing) {
   expect_same_outputs(g, *optimized, {{"x", input}});
 }
 
+// The Erf form of GELU, in the two groupings exporters write, becomes one
+// Gelu node with the same outputs.
+TEST(GeluFusion, RecognisesTheErfForm) {
+  for (int grouping = 0; grouping < 2; ++grouping) {
+    Graph g("gelu");
+    Value* x = g.add_input("x", {DType::kFloat32, Shape{4, 16}});
+    auto scalar = [&](float v) { return g.add_constant(g.unique_name("c"), Tensor::scalar<float>(v)); };
+    auto node = [&](const std::string& op, std::vector<Value*> in) { return g.add_node(op, in)->output(0); };
+    Value* e = grouping == 0 ? node("Erf", {node("Div", {x, scalar(1.41421356f)})})
+                             : node("Erf", {node("Mul", {x, scalar(0.70710678f)})});
+    Value* one_plus = node("Add", {e, scalar(1.0f)});
+    Value* y = grouping == 0 ? node("Mul", {node("Mul", {x, one_plus}), scalar(0.5f)})
+                             : node("Mul", {node("Mul", {scalar(0.5f), x}), one_plus});
+    g.add_output(node("Tanh", {y}));
+    infer_graph_types(g, default_op_registry());
+    auto fused = g.clone();
+    PassContext ctx;
+    inference_pipeline(3)->run(*fused, ctx);
+    EXPECT_EQ(count_ops(*fused, "Gelu"), 1) << "grouping " << grouping;
+    EXPECT_EQ(count_ops(*fused, "Erf"), 0);
+    EXPECT_EQ(count_ops(*fused, "Mul"), 0);
+    Tensor input = Tensor::from_vector(testing::random_floats(64, 11, -4.0f, 4.0f), {4, 16});
+    expect_same_outputs(g, *fused, {{"x", input}}, 1e-6);
+  }
+  // Not GELU (0.4 instead of 0.5): left alone.
+  Graph g("not_gelu");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{8}});
+  Value* e = g.add_node("Erf", {g.add_node("Div", {x, g.add_constant("r", Tensor::scalar<float>(1.41421356f))})->output(0)})->output(0);
+  Value* a = g.add_node("Add", {e, g.add_constant("one", Tensor::scalar<float>(1.0f))})->output(0);
+  Value* m = g.add_node("Mul", {x, a})->output(0);
+  g.add_output(g.add_node("Mul", {m, g.add_constant("k", Tensor::scalar<float>(0.4f))})->output(0));
+  infer_graph_types(g, default_op_registry());
+  PassContext ctx;
+  inference_pipeline(3)->run(g, ctx);
+  EXPECT_EQ(count_ops(g, "Gelu"), 0);
+}
+
 double relative_l2(const Tensor& a, const Tensor& b) {
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < a.num_elements(); ++i) {

@@ -6,6 +6,7 @@
 #include "passes/fusion/conv_activation_fusion.h"
 #include "passes/fusion/conv_batch_norm_folding.h"
 #include "passes/fusion/gelu_fusion.h"
+#include "passes/fusion/layer_norm_fusion.h"
 #include "passes/fusion/matmul_add_to_gemm.h"
 #include "passes/simplify/common_subexpression_elimination.h"
 #include "passes/simplify/constant_folding.h"
@@ -75,6 +76,7 @@ const std::vector<Registered>& registered() {
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},
       {"conv_activation_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvActivationFusion()); }},
       {"gelu_fusion", 2, [] { return std::unique_ptr<Pass>(new GeluFusion()); }},
+      {"layer_norm_fusion", 2, [] { return std::unique_ptr<Pass>(new LayerNormFusion()); }},
       {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},
       {"dead_code_elimination", 1, [] { return std::unique_ptr<Pass>(new DeadCodeElimination()); }},
   };

@@ -210,6 +210,39 @@ TEST(GeluFusion, RecognisesTheErfForm) {
   EXPECT_EQ(count_ops(g, "Gelu"), 0);
 }
 
+// Layer normalization written out (Pow or Mul for the square, with and
+// without the affine part) becomes one LayerNormalization node.
+TEST(LayerNormFusion, RecognisesTheDecomposedForm) {
+  for (int variant = 0; variant < 2; ++variant) {
+    Graph g("decomposed_ln");
+    Value* x = g.add_input("x", {DType::kFloat32, Shape{3, 5, 8}});
+    auto node = [&](const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs = {}) {
+      return g.add_node(op, in, 1, attrs)->output(0);
+    };
+    std::map<std::string, Attribute> last_axis = {{"axes", Attribute(std::vector<int64_t>{-1})}};
+    Value* mean = node("ReduceMean", {x}, last_axis);
+    Value* d = node("Sub", {x, mean});
+    Value* square = variant == 0 ? node("Pow", {d, g.add_constant("two", Tensor::scalar<float>(2.0f))}) : node("Mul", {d, d});
+    Value* var = node("ReduceMean", {square}, last_axis);
+    Value* std_dev = node("Sqrt", {node("Add", {var, g.add_constant("eps", Tensor::scalar<float>(1e-5f))})});
+    Value* y = node("Div", {d, std_dev});
+    if (variant == 0) {
+      y = node("Mul", {y, g.add_constant("gamma", Tensor::from_vector(testing::random_floats(8, 5, 0.5f, 1.5f), {8}))});
+      y = node("Add", {y, g.add_constant("beta", Tensor::from_vector(testing::random_floats(8, 6), {8}))});
+    }
+    g.add_output(node("Relu", {y}));
+    infer_graph_types(g, default_op_registry());
+    auto fused = g.clone();
+    PassContext ctx;
+    inference_pipeline(3)->run(*fused, ctx);
+    EXPECT_EQ(count_ops(*fused, "LayerNormalization"), 1) << "variant " << variant;
+    EXPECT_EQ(count_ops(*fused, "ReduceMean"), 0);
+    EXPECT_EQ(count_ops(*fused, "Sqrt"), 0);
+    Tensor input = Tensor::from_vector(testing::random_floats(120, 12, -2.0f, 2.0f), {3, 5, 8});
+    expect_same_outputs(g, *fused, {{"x", input}}, 1e-5);
+  }
+}
+
 double relative_l2(const Tensor& a, const Tensor& b) {
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < a.num_elements(); ++i) {

@@ -1,0 +1,129 @@
+#include "passes/fusion/layer_norm_fusion.h"
+
+#include <algorithm>
+
+namespace weir {
+
+namespace {
+
+bool scalar(const Value* v, double& value) {
+  if (v == nullptr || !v->is_constant() || v->data().num_elements() != 1) return false;
+  const Tensor& t = v->data();
+  if (t.dtype() == DType::kFloat32) {
+    value = t.data<float>()[0];
+    return true;
+  }
+  if (t.dtype() == DType::kFloat64) {
+    value = t.data<double>()[0];
+    return true;
+  }
+  return false;
+}
+
+// A ReduceMean over the last axis only, keeping it; its input.
+Value* last_axis_mean_of(const Node* node) {
+  if (node == nullptr || node->op_type() != "ReduceMean" || !node->domain().empty() || node->num_inputs() != 1) return nullptr;
+  Value* in = node->input(0);
+  if (!in->shape().has_rank() || !node->has_attr("axes")) return nullptr;
+  const std::vector<int64_t>& axes = node->attr("axes").ints();
+  const int64_t rank = static_cast<int64_t>(in->shape().rank());
+  if (axes.size() != 1 || (axes[0] != -1 && axes[0] != rank - 1)) return nullptr;
+  if (node->has_attr("keepdims") && node->attr("keepdims").i() == 0) return nullptr;
+  return in;
+}
+
+Node* only_reader(const Value* v, const char* op) {
+  if (v == nullptr || v->uses().size() != 1) return nullptr;
+  Node* reader = v->uses().front().node;
+  return reader->op_type() == op && reader->domain().empty() ? reader : nullptr;
+}
+
+Value* other_input(const Node& node, const Value* v) {
+  if (node.num_inputs() != 2) return nullptr;
+  return node.input(0) == v ? node.input(1) : (node.input(1) == v ? node.input(0) : nullptr);
+}
+
+// A per-feature vector [C] for the last axis of size C.
+bool feature_vector(const Value* v, int64_t features) {
+  return v != nullptr && v->shape().has_rank() && v->shape().rank() == 1 && v->shape()[0].is_static() &&
+         v->shape()[0].size() == features;
+}
+
+}  // namespace
+
+bool LayerNormFusion::run(Graph& graph, PassContext&) {
+  bool changed = false;
+  for (Node* mean : graph.nodes()) {
+    Value* x = last_axis_mean_of(mean);
+    if (x == nullptr || !x->shape().is_static()) continue;
+    const int64_t features = x->shape().sizes().back();
+    // d = x - mean, read by the square and the division only.
+    Node* sub = only_reader(mean->output(0), "Sub");
+    if (sub == nullptr || sub->input(0) != x || sub->input(1) != mean->output(0)) continue;
+    Value* d = sub->output(0);
+    if (d->uses().size() != 2 && d->uses().size() != 3) continue;
+    Node* square = nullptr;
+    Node* div = nullptr;
+    for (const Use& use : d->uses()) {
+      Node* reader = use.node;
+      double exponent = 0;
+      if (reader->op_type() == "Pow" && reader->input(0) == d && scalar(reader->input(1), exponent) && exponent == 2.0) {
+        square = reader;
+      } else if (reader->op_type() == "Mul" && reader->input(0) == d && reader->input(1) == d) {
+        square = reader;
+      } else if (reader->op_type() == "Div" && reader->input(0) == d) {
+        div = reader;
+      }
+    }
+    const size_t expected_uses = square != nullptr && square->op_type() == "Mul" ? 3 : 2;
+    if (square == nullptr || div == nullptr || d->uses().size() != expected_uses) continue;
+    Node* variance = only_reader(square->output(0), "ReduceMean");
+    if (variance == nullptr || last_axis_mean_of(variance) != square->output(0)) continue;
+    Node* add_eps = only_reader(variance->output(0), "Add");
+    double epsilon = 0;
+    if (add_eps == nullptr || !scalar(other_input(*add_eps, variance->output(0)), epsilon) || epsilon < 0) continue;
+    Node* root = only_reader(add_eps->output(0), "Sqrt");
+    if (root == nullptr || div->input(1) != root->output(0) || root->output(0)->uses().size() != 1) continue;
+    // Optional affine part: * gamma, then + beta.
+    Value* result = div->output(0);
+    Value* gamma = nullptr;
+    Value* beta = nullptr;
+    if (Node* mul = only_reader(result, "Mul")) {
+      Value* g = other_input(*mul, result);
+      if (feature_vector(g, features)) {
+        gamma = g;
+        result = mul->output(0);
+      }
+    }
+    if (Node* add = only_reader(result, "Add")) {
+      Value* b = other_input(*add, result);
+      if (feature_vector(b, features)) {
+        beta = b;
+        result = add->output(0);
+      }
+    }
+    if (gamma == nullptr) {
+      Tensor ones(x->dtype(), {features});
+      if (x->dtype() == DType::kFloat32) {
+        std::fill_n(ones.data<float>(), features, 1.0f);
+      } else if (x->dtype() == DType::kFloat64) {
+        std::fill_n(ones.data<double>(), features, 1.0);
+      } else {
+        continue;
+      }
+      gamma = graph.add_constant(graph.unique_name(mean->name() + "_scale"), ones);
+    }
+    std::vector<Value*> inputs = {x, gamma};
+    if (beta != nullptr) inputs.push_back(beta);
+    Node* fused = graph.add_node("LayerNormalization", inputs, 1,
+                                 {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(epsilon)}},
+                                 graph.unique_name(mean->name() + "_layer_norm"));
+    if (mean->device()) fused->set_device(*mean->device());
+    fused->output(0)->set_type(result->type());
+    graph.replace_all_uses(result, fused->output(0));
+    changed = true;  // the decomposed nodes are unread now: DCE removes them
+  }
+  return changed;
+}
+
+}  // namespace weir

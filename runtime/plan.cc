@@ -8,6 +8,7 @@
 #include "core/type_inference.h"
 #include "core/verifier.h"
 #include "ops/register_ops.h"
+#include "passes/pass_manager.h"
 #include "runtime/placement.h"
 
 namespace weir {
@@ -82,6 +83,10 @@ std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& op
   std::unique_ptr<Graph> placed = graph.clone();
   verify_graph(*placed, ops);
   infer_graph_types(*placed, ops);
+  if (options.opt_level > 0 || !options.disabled_passes.empty()) {
+    PassContext context(ops, &kernels);
+    inference_pipeline(options.opt_level, options.disabled_passes)->run(*placed, context);
+  }
   place_graph(*placed, devices, options.default_device);
   Schedule schedule = build_schedule(*placed, devices, ops);
   MemoryPlan memory = options.plan_memory ? plan_memory(*placed, schedule, ops) : MemoryPlan{};

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +40,12 @@ struct CompileOptions {
   // Plan intermediate values into one arena per device (offsets, reuse,
   // in-place). Off: every value is allocated when it is produced.
   bool plan_memory = true;
+  // The inference pass pipeline to run first (passes/pass_manager.h): 0
+  // runs none, 3 all. Level 2 and up freeze parameters nothing writes into
+  // constants, after which Session::set_state no longer reaches them; that
+  // is why the default is 0.
+  int opt_level = 0;
+  std::set<std::string> disabled_passes;
   const OpRegistry* ops = nullptr;           // nullptr: default_op_registry()
   const KernelRegistry* kernels = nullptr;   // nullptr: default_kernel_registry()
 };

@@ -41,10 +41,9 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
   if (path.extension() == ".weirplan") return load_plan(path, {.ops = &ops.ops, .kernels = &ops.kernels});
   std::unique_ptr<Graph> graph = load_graph(path, ops);
   try {
-    PassContext context(ops.ops, &ops.kernels);
-    infer_graph_types(*graph, ops.ops);
-    inference_pipeline(model_options.opt_level, {model_options.disabled.begin(), model_options.disabled.end()})->run(*graph, context);
     CompileOptions options;
+    options.opt_level = model_options.opt_level;
+    options.disabled_passes = {model_options.disabled.begin(), model_options.disabled.end()};
     options.ops = &ops.ops;
     options.kernels = &ops.kernels;
     options.default_device = Device::parse(model_options.device);

@@ -15,6 +15,8 @@
 #include "frontend/optim/optimizer.h"
 #include "passes/pass_manager.h"
 #include "passes/simplify/freeze_parameters.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
 #include "tests/test_util.h"
 
 namespace weir {
@@ -82,6 +84,22 @@ TEST(InferencePipeline, SimplifiesWithoutChangingResults) {
   std::printf("cluttered graph: %zu nodes -> %zu\n", before->num_nodes(), after->num_nodes());
   expect_same_outputs(*before, *after, {{"x", random_f64_tensor({3, 4}, 9)}});
   EXPECT_FALSE(inference_pipeline(3)->run(*after, ctx)) << "a second run changes nothing";
+}
+
+TEST(InferencePipeline, CompileRunsItAtTheRequestedLevel) {
+  auto graph = cluttered_graph();
+  CompileOptions options;
+  options.opt_level = 3;
+  std::shared_ptr<const Plan> plan = compile(*graph, options);
+  EXPECT_EQ(plan->graph().num_nodes(), 3u);
+  EXPECT_EQ(compile(*graph)->graph().num_nodes(), graph->num_nodes()) << "level 0 by default";
+  options.disabled_passes = {"common_subexpression_elimination"};
+  std::shared_ptr<const Plan> without_cse = compile(*graph, options);
+  EXPECT_EQ(count_ops(without_cse->graph(), "MatMul") + count_ops(without_cse->graph(), "Gemm"), 2)
+      << "both products stay (one may become a Gemm with the bias)";
+  Session session(plan);
+  Tensor x = random_f64_tensor({3, 4}, 9);
+  EXPECT_TRUE(session.run({{"x", x}})[0].bitwise_equal(evaluate_graph(*graph, {{"x", x}})[0]));
 }
 
 TEST(InferencePipeline, LevelsAndDisabledPasses) {

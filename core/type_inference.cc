@@ -17,18 +17,21 @@ bool types_compatible(const TensorType& declared, const TensorType& inferred) {
   return true;
 }
 
-void infer_graph_types(Graph& graph, const OpRegistry& registry) {
-  for (Node* node : graph.topological_order()) {
-    const OpSchema& schema = registry.get(node->op_type(), node->domain());
-    std::vector<TensorType> inferred = infer_output_types(*node, schema);
-    for (size_t i = 0; i < node->num_outputs(); ++i) {
-      Value* output = node->output(i);
-      TensorType merged = inferred[i];
-      if (merged.dtype == DType::kUndefined) merged.dtype = output->dtype();
-      if (!merged.shape.has_rank()) merged.shape = output->shape();
-      output->set_type(std::move(merged));
-    }
+void infer_node_types(Node& node, const OpRegistry& registry) {
+  const OpSchema& schema = registry.get(node.op_type(), node.domain());
+  std::vector<TensorType> inferred = infer_output_types(node, schema);
+  for (size_t i = 0; i < node.num_outputs(); ++i) {
+    Value* output = node.output(i);
+    if (output == nullptr) continue;
+    TensorType merged = inferred[i];
+    if (merged.dtype == DType::kUndefined) merged.dtype = output->dtype();
+    if (!merged.shape.has_rank()) merged.shape = output->shape();
+    output->set_type(std::move(merged));
   }
+}
+
+void infer_graph_types(Graph& graph, const OpRegistry& registry) {
+  for (Node* node : graph.topological_order()) infer_node_types(*node, registry);
 }
 
 }  // namespace weir

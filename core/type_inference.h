@@ -14,6 +14,10 @@ namespace weir {
 // Throws weir::Error naming the node when inputs contradict a schema.
 void infer_graph_types(Graph& graph, const OpRegistry& registry);
 
+// The same for one node whose inputs already have their types (a node a
+// pass just added).
+void infer_node_types(Node& node, const OpRegistry& registry);
+
 // True when `declared` does not contradict `inferred`: equal dtypes (or one
 // undefined), equal ranks (or one unknown) and equal sizes where both dims
 // are static. Symbolic and static dims never contradict each other.

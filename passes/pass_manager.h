@@ -48,7 +48,6 @@ class FixedPoint final : public Pass {
   FixedPoint(std::unique_ptr<Pass> pass, int max_iterations) : pass_(std::move(pass)), max_(max_iterations) {}
   std::string name() const override { return pass_->name() + "*"; }
   bool run(Graph& graph, PassContext& context) override;
-  Pass& inner() { return *pass_; }
 
  private:
   std::unique_ptr<Pass> pass_;

@@ -1,6 +1,7 @@
 #include "frontend/builder/graph_builder.h"
 
 #include "core/verifier.h"
+#include "ops/gradient_util.h"
 #include "ops/register_ops.h"
 
 namespace weir {
@@ -73,18 +74,13 @@ Var GraphBuilder::constant(Tensor value, const std::string& name) {
 }
 
 Var GraphBuilder::scalar(double value, DType dtype) {
-  Tensor t(dtype, {});
-  switch (dtype) {
-    case DType::kFloat32: t.data<float>()[0] = static_cast<float>(value); break;
-    case DType::kFloat64: t.data<double>()[0] = value; break;
-    case DType::kInt64: t.data<int64_t>()[0] = static_cast<int64_t>(value); break;
-    case DType::kInt32: t.data<int32_t>()[0] = static_cast<int32_t>(value); break;
-    case DType::kBool: t.data<bool>()[0] = value != 0; break;
-    default:
-      fail(ErrorKind::kUnsupported, "scalar(): dtype " + std::string(dtype_name(dtype)) + " is not supported");
-      return {};
+  if (!ok()) return {};
+  try {
+    return Var(this, scalar_constant(*graph_, dtype, value, scoped("scalar")));
+  } catch (const Error& e) {
+    error_ = Error(e.kind(), "scalar(" + std::to_string(value) + "): " + e.message());
+    return {};
   }
-  return constant(t, "scalar");
 }
 
 Var GraphBuilder::ints(const std::vector<int64_t>& values) {

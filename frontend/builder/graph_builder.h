@@ -116,9 +116,6 @@ class GraphBuilder {
   // A fresh seed for a random op (Dropout's seed attribute).
   int64_t next_op_seed() { return static_cast<int64_t>(rng_() >> 1); }
 
-  // Wraps an existing graph (e.g. to append to a loaded model).
-  Var wrap(Value* value) { return Var(this, value); }
-
  private:
   std::string describe_call(const std::string& op_type, const std::string& name, const std::vector<Var>& inputs) const;
 

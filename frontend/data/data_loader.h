@@ -41,7 +41,6 @@ class TensorDataset final : public Dataset {
   explicit TensorDataset(std::vector<Tensor> fields);
   int64_t size() const override { return size_; }
   std::vector<Tensor> batch(const std::vector<int64_t>& indices) const override;
-  const std::vector<Tensor>& fields() const { return fields_; }
 
  private:
   std::vector<Tensor> fields_;

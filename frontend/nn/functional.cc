@@ -76,16 +76,11 @@ Var mse(Var prediction, Var target) {
 Var dropout(Var x, double ratio, bool training) {
   GraphBuilder* b = builder_of(x);
   if (b == nullptr || !training || ratio == 0) return x;
-  Tensor r(x.dtype() == DType::kUndefined ? DType::kFloat32 : x.dtype(), {});
-  if (r.dtype() == DType::kFloat64) {
-    r.data<double>()[0] = ratio;
-  } else if (r.dtype() == DType::kFloat32) {
-    r.data<float>()[0] = static_cast<float>(ratio);
-  } else {
+  if (x.dtype() != DType::kFloat32 && x.dtype() != DType::kFloat64) {
     b->fail(ErrorKind::kUnsupported, "dropout: input '" + x.name() + "' must be f32 or f64, got " + x.type().to_string());
     return {};
   }
-  Var ratio_value = b->constant(r, "dropout_ratio");
+  Var ratio_value = b->scalar(ratio, x.dtype());
   Var on = b->constant(Tensor::scalar<bool>(true), "training");
   return b->op("Dropout", {x, ratio_value, on}, 2, {{"seed", Attribute(b->next_op_seed())}}).front();
 }

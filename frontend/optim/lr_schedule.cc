@@ -49,17 +49,4 @@ double LrSchedule::at(int64_t step) const {
   return rate;
 }
 
-std::string LrSchedule::describe() const {
-  std::string text;
-  switch (kind_) {
-    case Kind::kConstant: text = "constant " + std::to_string(lr_); break;
-    case Kind::kStep: text = "step decay " + std::to_string(lr_) + " x" + std::to_string(gamma_) + " every " +
-                             std::to_string(every_); break;
-    case Kind::kCosine: text = "cosine " + std::to_string(lr_) + " -> " + std::to_string(min_lr_) + " over " +
-                               std::to_string(total_); break;
-  }
-  if (warmup_ > 0) text += ", linear warm-up " + std::to_string(warmup_) + " steps";
-  return text;
-}
-
 }  // namespace weir

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 namespace weir {
 
@@ -22,7 +21,6 @@ class LrSchedule {
   LrSchedule with_warmup(int64_t steps) const;
 
   double at(int64_t step) const;
-  std::string describe() const;
 
  private:
   enum class Kind { kConstant, kStep, kCosine };

@@ -7,22 +7,11 @@
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "ops/dtype_dispatch.h"
+#include "passes/graph_match.h"
 
 namespace weir {
 
 namespace {
-
-void infer_node(Node& node, const OpRegistry& registry) {
-  std::vector<TensorType> inferred = infer_output_types(node, registry.get(node.op_type(), node.domain()));
-  for (size_t i = 0; i < node.num_outputs(); ++i) {
-    Value* output = node.output(i);
-    if (output == nullptr) continue;
-    TensorType merged = inferred[i];
-    if (merged.dtype == DType::kUndefined) merged.dtype = output->dtype();
-    if (!merged.shape.has_rank()) merged.shape = output->shape();
-    output->set_type(std::move(merged));
-  }
-}
 
 // The backward state: gradient contributions per forward value, summed on
 // first read.
@@ -40,7 +29,7 @@ class Backward {
     if (parts.size() > 1) {
       Node* sum = graph_.add_node("Sum", parts, 1, {}, graph_.unique_name(value->name() + "_grad_sum"));
       if (device_of != nullptr && device_of->device()) sum->set_device(*device_of->device());
-      infer_node(*sum, registry_);
+      infer_node_types(*sum, registry_);
       parts = {sum->output(0)};
     }
     return parts.front();
@@ -135,7 +124,7 @@ std::vector<Value*> append_backward(Graph& graph, Value* loss, const std::vector
     for (Node* added : graph.nodes()) {
       if (existing.count(added)) continue;
       if (node->device()) added->set_device(*node->device());
-      infer_node(*added, registry);
+      infer_node_types(*added, registry);
     }
     for (size_t i = 0; i < node->num_inputs(); ++i) {
       Value* grad = i < ctx.input_grads().size() ? ctx.input_grads()[i] : nullptr;
@@ -166,8 +155,7 @@ std::vector<Value*> append_backward(Graph& graph, Value* loss, const std::vector
       bool used = false;
       for (Value* out : node->outputs()) {
         if (out == nullptr) continue;
-        bool is_output = std::find(graph.outputs().begin(), graph.outputs().end(), out) != graph.outputs().end();
-        if (!out->uses().empty() || keep.count(out) || is_output) used = true;
+        if (!out->uses().empty() || keep.count(out) || is_graph_output(graph, out)) used = true;
       }
       if (used || !node->control_outputs().empty()) continue;
       graph.remove_node(node);
@@ -177,10 +165,9 @@ std::vector<Value*> append_backward(Graph& graph, Value* loss, const std::vector
   // Constants the removed nodes read (scalars a rule made) go too.
   std::vector<Value*> constants = graph.constants();
   for (Value* constant : constants) {
-    bool is_output = std::find(graph.outputs().begin(), graph.outputs().end(), constant) != graph.outputs().end();
     // Only constants the backward pass made: the forward graph's unused
     // constants are left as they were.
-    if (constant->uses().empty() && !is_output && !keep.count(constant) && !forward_constants.count(constant)) {
+    if (constant->uses().empty() && !is_graph_output(graph, constant) && !keep.count(constant) && !forward_constants.count(constant)) {
       graph.remove_value(constant);
     }
   }

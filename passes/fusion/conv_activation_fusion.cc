@@ -1,7 +1,8 @@
 #include "passes/fusion/conv_activation_fusion.h"
 
-#include <algorithm>
 #include <unordered_set>
+
+#include "passes/graph_match.h"
 
 namespace weir {
 
@@ -17,7 +18,7 @@ bool ConvActivationFusion::run(Graph& graph, PassContext& context) {
     Value* y = relu->input(0);
     Node* conv = y != nullptr ? y->producer() : nullptr;
     if (conv == nullptr || conv->op_type() != "Conv" || !conv->domain().empty() || y->uses().size() != 1) continue;
-    if (std::find(graph.outputs().begin(), graph.outputs().end(), y) != graph.outputs().end()) continue;
+    if (is_graph_output(graph, y)) continue;
     if (conv->device() != relu->device() || !conv->control_outputs().empty()) continue;
     std::map<std::string, Attribute> attributes = conv->attributes();
     attributes["activation"] = Attribute("Relu");

@@ -1,8 +1,9 @@
 #include "passes/fusion/conv_batch_norm_folding.h"
 
-#include <algorithm>
-#include <unordered_set>
 #include <cmath>
+#include <unordered_set>
+
+#include "passes/graph_match.h"
 
 namespace weir {
 
@@ -42,7 +43,7 @@ bool ConvBatchNormFolding::run(Graph& graph, PassContext&) {
     Value* y = bn->input(0);
     Node* conv = y != nullptr ? y->producer() : nullptr;
     if (conv == nullptr || conv->op_type() != "Conv" || !conv->domain().empty() || y->uses().size() != 1) continue;
-    if (std::find(graph.outputs().begin(), graph.outputs().end(), y) != graph.outputs().end()) continue;
+    if (is_graph_output(graph, y)) continue;
     Value* w = conv->input(1);
     Value* b = conv->num_inputs() > 2 ? conv->input(2) : nullptr;
     bool constants = is_constant(w) && (b == nullptr || is_constant(b));

@@ -1,49 +1,22 @@
 #include "passes/fusion/gelu_fusion.h"
 
-#include <algorithm>
 #include <cmath>
-#include <unordered_set>
+
+#include "passes/graph_match.h"
 
 namespace weir {
 
 namespace {
 
-// The value of a one-element float constant, if `v` is one.
-bool scalar_constant(const Value* v, double& value) {
-  if (v == nullptr || !v->is_constant() || v->data().num_elements() != 1) return false;
-  const Tensor& t = v->data();
-  if (t.dtype() == DType::kFloat32) {
-    value = t.data<float>()[0];
-  } else if (t.dtype() == DType::kFloat64) {
-    value = t.data<double>()[0];
-  } else {
-    return false;
-  }
-  return true;
-}
-
 bool near(double a, double b) { return std::abs(a - b) <= 1e-4 * std::abs(b); }
-
-// The only node reading `v`, with `op_type`, or nullptr.
-Node* only_reader(const Value* v, const char* op_type) {
-  if (v == nullptr || v->uses().size() != 1) return nullptr;
-  Node* reader = v->uses().front().node;
-  return reader->op_type() == op_type && reader->domain().empty() ? reader : nullptr;
-}
-
-// The input of `node` (a binary op) other than `v`.
-Value* other_input(const Node& node, const Value* v) {
-  if (node.num_inputs() != 2) return nullptr;
-  return node.input(0) == v ? node.input(1) : (node.input(1) == v ? node.input(0) : nullptr);
-}
 
 // x when `v` is x * c or c * x with c ≈ `factor`.
 Value* scaled_by(const Value* v, double factor) {
   const Node* mul = v != nullptr ? v->producer() : nullptr;
   if (mul == nullptr || mul->op_type() != "Mul" || mul->num_inputs() != 2) return nullptr;
   double c = 0;
-  if (scalar_constant(mul->input(1), c) && near(c, factor)) return mul->input(0);
-  if (scalar_constant(mul->input(0), c) && near(c, factor)) return mul->input(1);
+  if (scalar_value(mul->input(1), c) && near(c, factor)) return mul->input(0);
+  if (scalar_value(mul->input(0), c) && near(c, factor)) return mul->input(1);
   return nullptr;
 }
 
@@ -59,7 +32,7 @@ bool GeluFusion::run(Graph& graph, PassContext&) {
     const Node* div = scaled->producer();
     Value* x = nullptr;
     double c = 0;
-    if (div != nullptr && div->op_type() == "Div" && scalar_constant(div->input(1), c) && near(c, root2)) {
+    if (div != nullptr && div->op_type() == "Div" && scalar_value(div->input(1), c) && near(c, root2)) {
       x = div->input(0);
     } else {
       x = scaled_by(scaled, 1.0 / root2);
@@ -67,7 +40,7 @@ bool GeluFusion::run(Graph& graph, PassContext&) {
     if (x == nullptr || scaled->uses().size() != 1) continue;
     // 1 + erf(...)
     Node* add = only_reader(erf->output(0), "Add");
-    if (add == nullptr || !scalar_constant(other_input(*add, erf->output(0)), c) || !near(c, 1.0)) continue;
+    if (add == nullptr || !scalar_value(other_input(*add, erf->output(0)), c) || !near(c, 1.0)) continue;
     // Then the products with x and 0.5, in either grouping.
     Node* mul1 = only_reader(add->output(0), "Mul");
     if (mul1 == nullptr) continue;
@@ -75,7 +48,7 @@ bool GeluFusion::run(Graph& graph, PassContext&) {
     Node* last = nullptr;
     if (partner == x) {
       Node* mul2 = only_reader(mul1->output(0), "Mul");  // (x * (1 + erf)) * 0.5
-      if (mul2 == nullptr || !scalar_constant(other_input(*mul2, mul1->output(0)), c) || !near(c, 0.5)) continue;
+      if (mul2 == nullptr || !scalar_value(other_input(*mul2, mul1->output(0)), c) || !near(c, 0.5)) continue;
       last = mul2;
     } else if (partner != nullptr && scaled_by(partner, 0.5) == x && partner->uses().size() == 1) {
       last = mul1;  // (x * 0.5) * (1 + erf)

@@ -2,23 +2,11 @@
 
 #include <algorithm>
 
+#include "passes/graph_match.h"
+
 namespace weir {
 
 namespace {
-
-bool scalar(const Value* v, double& value) {
-  if (v == nullptr || !v->is_constant() || v->data().num_elements() != 1) return false;
-  const Tensor& t = v->data();
-  if (t.dtype() == DType::kFloat32) {
-    value = t.data<float>()[0];
-    return true;
-  }
-  if (t.dtype() == DType::kFloat64) {
-    value = t.data<double>()[0];
-    return true;
-  }
-  return false;
-}
 
 // A ReduceMean over the last axis only, keeping it; its input.
 Value* last_axis_mean_of(const Node* node) {
@@ -30,17 +18,6 @@ Value* last_axis_mean_of(const Node* node) {
   if (axes.size() != 1 || (axes[0] != -1 && axes[0] != rank - 1)) return nullptr;
   if (node->has_attr("keepdims") && node->attr("keepdims").i() == 0) return nullptr;
   return in;
-}
-
-Node* only_reader(const Value* v, const char* op) {
-  if (v == nullptr || v->uses().size() != 1) return nullptr;
-  Node* reader = v->uses().front().node;
-  return reader->op_type() == op && reader->domain().empty() ? reader : nullptr;
-}
-
-Value* other_input(const Node& node, const Value* v) {
-  if (node.num_inputs() != 2) return nullptr;
-  return node.input(0) == v ? node.input(1) : (node.input(1) == v ? node.input(0) : nullptr);
 }
 
 // A per-feature vector [C] for the last axis of size C.
@@ -67,7 +44,7 @@ bool LayerNormFusion::run(Graph& graph, PassContext&) {
     for (const Use& use : d->uses()) {
       Node* reader = use.node;
       double exponent = 0;
-      if (reader->op_type() == "Pow" && reader->input(0) == d && scalar(reader->input(1), exponent) && exponent == 2.0) {
+      if (reader->op_type() == "Pow" && reader->input(0) == d && scalar_value(reader->input(1), exponent) && exponent == 2.0) {
         square = reader;
       } else if (reader->op_type() == "Mul" && reader->input(0) == d && reader->input(1) == d) {
         square = reader;
@@ -81,7 +58,7 @@ bool LayerNormFusion::run(Graph& graph, PassContext&) {
     if (variance == nullptr || last_axis_mean_of(variance) != square->output(0)) continue;
     Node* add_eps = only_reader(variance->output(0), "Add");
     double epsilon = 0;
-    if (add_eps == nullptr || !scalar(other_input(*add_eps, variance->output(0)), epsilon) || epsilon < 0) continue;
+    if (add_eps == nullptr || !scalar_value(other_input(*add_eps, variance->output(0)), epsilon) || epsilon < 0) continue;
     Node* root = only_reader(add_eps->output(0), "Sqrt");
     if (root == nullptr || div->input(1) != root->output(0) || root->output(0)->uses().size() != 1) continue;
     // Optional affine part: * gamma, then + beta.

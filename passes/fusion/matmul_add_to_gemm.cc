@@ -1,7 +1,8 @@
 #include "passes/fusion/matmul_add_to_gemm.h"
 
-#include <algorithm>
 #include <unordered_set>
+
+#include "passes/graph_match.h"
 
 namespace weir {
 
@@ -19,7 +20,7 @@ bool MatMulAddToGemm::run(Graph& graph, PassContext&) {
       Node* matmul = product != nullptr ? product->producer() : nullptr;
       if (matmul == nullptr || matmul->op_type() != "MatMul" || !matmul->domain().empty()) continue;
       if (product->uses().size() != 1 || matmul->device() != add->device()) continue;
-      if (std::find(graph.outputs().begin(), graph.outputs().end(), product) != graph.outputs().end()) continue;
+      if (is_graph_output(graph, product)) continue;
       const Shape& a = matmul->input(0)->shape();
       const Shape& b = matmul->input(1)->shape();
       const Shape& out = add->output(0)->shape();

@@ -1,7 +1,8 @@
 #include "passes/simplify/common_subexpression_elimination.h"
 
-#include <algorithm>
 #include <map>
+
+#include "passes/graph_match.h"
 
 namespace weir {
 
@@ -42,9 +43,6 @@ bool same_computation(const Node& a, const Node& b) {
 bool CommonSubexpressionElimination::run(Graph& graph, PassContext& context) {
   bool changed = false;
   const OpTrait never = OpTrait::kStateful | OpTrait::kSideEffects | OpTrait::kCollective;
-  auto is_output = [&](const Value* v) {
-    return std::find(graph.outputs().begin(), graph.outputs().end(), v) != graph.outputs().end();
-  };
   // Candidates bucketed by (op, first input); in topological order, so the
   // kept node of a pair always comes first and merges cascade downstream.
   std::map<std::pair<std::string, const Value*>, std::vector<Node*>> seen;
@@ -67,7 +65,7 @@ bool CommonSubexpressionElimination::run(Graph& graph, PassContext& context) {
     }
     // A graph output keeps its name: that node stays.
     bool names_output = false;
-    for (Value* out : node->outputs()) names_output = names_output || (out != nullptr && is_output(out));
+    for (Value* out : node->outputs()) names_output = names_output || (out != nullptr && is_graph_output(graph, out));
     if (names_output) continue;
     for (size_t o = 0; o < node->num_outputs(); ++o) {
       if (node->output(o) != nullptr && twin->output(o) != nullptr) graph.replace_all_uses(node->output(o), twin->output(o));

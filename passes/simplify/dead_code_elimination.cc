@@ -1,14 +1,11 @@
 #include "passes/simplify/dead_code_elimination.h"
 
-#include <algorithm>
+#include "passes/graph_match.h"
 
 namespace weir {
 
 bool DeadCodeElimination::run(Graph& graph, PassContext& context) {
   bool changed = false;
-  auto is_output = [&](const Value* v) {
-    return std::find(graph.outputs().begin(), graph.outputs().end(), v) != graph.outputs().end();
-  };
   // Reverse topological order: a node's readers are visited (and maybe
   // removed) before it, so one sweep removes whole dead chains.
   std::vector<Node*> order = graph.topological_order();
@@ -19,7 +16,7 @@ bool DeadCodeElimination::run(Graph& graph, PassContext& context) {
     if (!node->control_outputs().empty()) continue;
     bool live = false;
     for (Value* out : node->outputs()) {
-      if (out != nullptr && (!out->uses().empty() || is_output(out))) live = true;
+      if (out != nullptr && (!out->uses().empty() || is_graph_output(graph, out))) live = true;
     }
     if (live) continue;
     graph.remove_node(node);
@@ -27,7 +24,7 @@ bool DeadCodeElimination::run(Graph& graph, PassContext& context) {
   }
   std::vector<Value*> constants = graph.constants();
   for (Value* constant : constants) {
-    if (constant->uses().empty() && !is_output(constant)) {
+    if (constant->uses().empty() && !is_graph_output(graph, constant)) {
       graph.remove_value(constant);
       changed = true;
     }

@@ -1,6 +1,6 @@
 #include "passes/simplify/identity_elimination.h"
 
-#include <algorithm>
+#include "passes/graph_match.h"
 
 namespace weir {
 
@@ -26,7 +26,7 @@ bool IdentityElimination::run(Graph& graph, PassContext&) {
     Value* in = node->input(0);
     Value* out = node->output(0);
     if (in == nullptr || out == nullptr) continue;
-    if (std::find(graph.outputs().begin(), graph.outputs().end(), out) != graph.outputs().end()) continue;
+    if (is_graph_output(graph, out)) continue;
     if (!node->control_outputs().empty() || !node->control_inputs().empty()) continue;
     // (A Dropout's mask output has no readers: is_inference_dropout checked.)
     graph.replace_all_uses(out, in);

@@ -1,6 +1,6 @@
 #include "passes/simplify/no_op_elimination.h"
 
-#include <algorithm>
+#include "passes/graph_match.h"
 
 namespace weir {
 
@@ -69,7 +69,7 @@ bool NoOpElimination::run(Graph& graph, PassContext&) {
     Value* out = node->num_outputs() == 1 ? node->output(0) : nullptr;
     if (source == nullptr || out == nullptr || out->uses().empty()) continue;
     // A graph output keeps its name (and its producer).
-    if (std::find(graph.outputs().begin(), graph.outputs().end(), out) != graph.outputs().end()) continue;
+    if (is_graph_output(graph, out)) continue;
     graph.replace_all_uses(out, source);
     changed = true;
   }

@@ -17,6 +17,7 @@
 #include "frontend/train/checkpoint.h"
 #include "frontend/train/trainer.h"
 #include "runtime/plan.h"
+#include "tests/session_gradients.h"
 #include "tests/test_util.h"
 
 namespace weir {
@@ -56,21 +57,7 @@ std::map<std::string, Tensor> mlp_feeds() {
 std::map<std::string, std::vector<double>> finite_difference_gradients(Session& forward,
                                                                        const std::map<std::string, Tensor>& feeds) {
   std::map<std::string, std::vector<double>> grads;
-  const double h = 1e-6;
-  for (const std::string& name : kParams) {
-    Tensor base = forward.state(name).clone();
-    for (int64_t j = 0; j < base.num_elements(); ++j) {
-      Tensor plus = base.clone(), minus = base.clone();
-      plus.data<double>()[j] += h;
-      minus.data<double>()[j] -= h;
-      forward.set_state(name, plus);
-      double lp = forward.run(feeds)[0].data<double>()[0];
-      forward.set_state(name, minus);
-      double lm = forward.run(feeds)[0].data<double>()[0];
-      grads[name].push_back((lp - lm) / (2 * h));
-    }
-    forward.set_state(name, base);
-  }
+  for (const std::string& name : kParams) grads[name] = testing::central_difference_gradient(forward, name, feeds, 0);
   return grads;
 }
 

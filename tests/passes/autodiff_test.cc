@@ -12,6 +12,7 @@
 #include "passes/autodiff/autodiff.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
+#include "tests/session_gradients.h"
 #include "tests/test_util.h"
 
 namespace weir {
@@ -44,10 +45,6 @@ Net build_net() {
   return net;
 }
 
-double loss_of(Session& session, const std::map<std::string, Tensor>& feeds) {
-  return session.run(feeds).back().data<double>()[0];
-}
-
 TEST(Autodiff, GradientsMatchFiniteDifferences) {
   Net net = build_net();
   Value* loss = net.graph->find_value(net.loss);
@@ -72,26 +69,18 @@ TEST(Autodiff, GradientsMatchFiniteDifferences) {
   Session backward(compile(*graph));
   std::vector<Tensor> results = backward.run(net.feeds);
 
-  const double h = 1e-6;
+  const size_t loss_output = net.graph->outputs().size() - 1;
   for (std::string name : {"w", "b"}) {
     size_t index = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (outputs[i] == autodiff.gradients().at(name)) index = i;
     }
     const Tensor& grad = results[index];
-    Tensor base = forward.state(name).clone();
-    for (int64_t j = 0; j < base.num_elements(); ++j) {
-      Tensor plus = base.clone(), minus = base.clone();
-      plus.data<double>()[j] += h;
-      minus.data<double>()[j] -= h;
-      forward.set_state(name, plus);
-      double lp = loss_of(forward, net.feeds);
-      forward.set_state(name, minus);
-      double lm = loss_of(forward, net.feeds);
-      double fd = (lp - lm) / (2 * h);
-      EXPECT_NEAR(grad.data<double>()[j], fd, 1e-7 + 1e-6 * std::abs(fd)) << name << "[" << j << "]";
+    std::vector<double> fd = testing::central_difference_gradient(forward, name, net.feeds, loss_output);
+    for (int64_t j = 0; j < grad.num_elements(); ++j) {
+      EXPECT_NEAR(grad.data<double>()[j], fd[static_cast<size_t>(j)], 1e-7 + 1e-6 * std::abs(fd[static_cast<size_t>(j)]))
+          << name << "[" << j << "]";
     }
-    forward.set_state(name, base);
   }
 }
 

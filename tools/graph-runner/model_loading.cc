@@ -33,10 +33,6 @@ std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet
 }
 
 std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& model_options) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorKind::kIo, "no such model file").with_file(path.string());
-  }
   // A compiled plan was optimized when it was made.
   if (path.extension() == ".weirplan") return load_plan(path, {.ops = &ops.ops, .kernels = &ops.kernels});
   std::unique_ptr<Graph> graph = load_graph(path, ops);

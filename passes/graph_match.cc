@@ -1,0 +1,36 @@
+#include "passes/graph_match.h"
+
+#include <algorithm>
+
+namespace weir {
+
+bool is_graph_output(const Graph& graph, const Value* value) {
+  return std::find(graph.outputs().begin(), graph.outputs().end(), value) != graph.outputs().end();
+}
+
+Node* only_reader(const Value* value, const char* op_type) {
+  if (value == nullptr || value->uses().size() != 1) return nullptr;
+  Node* reader = value->uses().front().node;
+  return reader->op_type() == op_type && reader->domain().empty() ? reader : nullptr;
+}
+
+Value* other_input(const Node& node, const Value* value) {
+  if (node.num_inputs() != 2) return nullptr;
+  return node.input(0) == value ? node.input(1) : (node.input(1) == value ? node.input(0) : nullptr);
+}
+
+bool scalar_value(const Value* value, double& result) {
+  if (value == nullptr || !value->is_constant() || value->data().num_elements() != 1) return false;
+  const Tensor& t = value->data();
+  if (t.dtype() == DType::kFloat32) {
+    result = t.data<float>()[0];
+    return true;
+  }
+  if (t.dtype() == DType::kFloat64) {
+    result = t.data<double>()[0];
+    return true;
+  }
+  return false;
+}
+
+}  // namespace weir

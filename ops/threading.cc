@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "ops/denormals.h"
 
 namespace weir {
 
@@ -44,10 +43,7 @@ namespace detail {
 
 void run_on_threads(int threads, void (*body)(void*, int, int), void* state) {
 #pragma omp parallel num_threads(threads)
-  {
-    ScopedFlushDenormals ftz;
-    body(state, omp_get_thread_num(), omp_get_num_threads());
-  }
+  body(state, omp_get_thread_num(), omp_get_num_threads());
 }
 
 }  // namespace detail

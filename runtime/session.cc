@@ -6,7 +6,6 @@
 #include <new>
 
 #include "core/error.h"
-#include "ops/denormals.h"
 #include "runtime/in_process_communicator.h"
 
 namespace weir {
@@ -144,7 +143,6 @@ void Session::make_communicators() {
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, const RunOptions& options) {
   std::unique_lock<std::mutex> serial(collective_run_mutex_, std::defer_lock);
   if (plan_->has_collectives()) serial.lock();
-  ScopedFlushDenormals ftz;  // the caller runs steps too (ops/denormals.h)
 
   const Graph& graph = plan_->graph();
   const Schedule& schedule = plan_->schedule();
@@ -367,7 +365,6 @@ void Session::finish(RunState& run, int step, std::exception_ptr error) {
 }
 
 void Session::worker_loop() {
-  ScopedFlushDenormals ftz;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     compute_cv_.wait(lock, [&] { return stopping_ || !compute_queue_.empty(); });
@@ -381,7 +378,6 @@ void Session::worker_loop() {
 }
 
 void Session::stream_loop(int stream) {
-  ScopedFlushDenormals ftz;
   const std::vector<int>& steps = plan_->schedule().streams[stream].steps;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {

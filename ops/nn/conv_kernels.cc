@@ -1,5 +1,6 @@
 #include "ops/nn/conv_kernels.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "core/half.h"
@@ -18,18 +19,28 @@ Tensor widen(const Tensor& t) {
   return wide;
 }
 
+// Applies `activation` to every element of `y`, in place.
+void apply_activation(Tensor& y, const FusedActivation& activation) {
+  if (activation.none()) return;
+  dispatch_dtype(y.dtype(), [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      T* v = y.data<T>();
+      for (int64_t i = 0; i < y.num_elements(); ++i) v[i] = store<T>(activation.apply(load(v[i])));
+    }
+  });
+}
+
 // Runs one direction of `p`: forward (a = in, b = weight), backward data
-// (a = d_out, b = weight) or backward weights (a = d_out, b = in), writing `out`.
-// relu (forward only): max(y, 0) applied in the same pass (FusedConv).
+// (a = d_out, b = weight) or backward weights (a = d_out, b = in), writing
+// `out`. `options` (forward only): the fused activation, channels-last data
+// (oneDNN dtypes only: callers check) and constant weights.
 void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p, const Tensor& a, const Tensor& b,
-                   const Tensor* bias, Tensor& out, bool relu = false) {
+                   const Tensor* bias, Tensor& out, const ConvForwardOptions& options = {}) {
   DType dtype = out.dtype();
   if (DnnlConv::supports(dtype)) {
     const void* bias_data = bias != nullptr ? bias->raw_data() : nullptr;
     switch (direction) {
-      case ConvDirection::kForward:
-        dnnl.forward(dtype, p, a.raw_data(), b.raw_data(), bias_data, out.raw_data(), relu);
-        return;
+      case ConvDirection::kForward: dnnl.forward(dtype, p, a.raw_data(), b.raw_data(), bias_data, out.raw_data(), options); return;
       case ConvDirection::kBackwardData: dnnl.backward_data(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
       case ConvDirection::kBackwardWeights: dnnl.backward_weights(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
     }
@@ -37,19 +48,17 @@ void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p
   if (dtype == DType::kFloat16) {
     Tensor wide_bias = bias != nullptr ? widen(*bias) : Tensor();
     Tensor wide_out = Tensor::uninitialized(DType::kFloat32, out.sizes());
-    run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out, relu);
+    run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out, options);
     cast_elements(DType::kFloat32, wide_out.raw_data(), DType::kFloat16, out.raw_data(), out.num_elements());
     return;
   }
+  if (options.channels_last) throw Error(ErrorKind::kInternal, "channels-last convolution needs f32, bf16 or f16");
   dispatch_dtype(dtype, [&]<typename T>() {
     if constexpr (std::is_floating_point_v<T>) {
       switch (direction) {
         case ConvDirection::kForward:
           conv_forward_direct<T>(p, a.data<T>(), b.data<T>(), bias != nullptr ? bias->data<T>() : nullptr, out.data<T>());
-          if (relu) {
-            T* y = out.data<T>();
-            for (int64_t i = 0; i < out.num_elements(); ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
-          }
+          apply_activation(out, options.activation);
           return;
         case ConvDirection::kBackwardData: conv_backward_data_direct<T>(p, a.data<T>(), b.data<T>(), out.data<T>()); return;
         case ConvDirection::kBackwardWeights:
@@ -61,8 +70,22 @@ void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p
   });
 }
 
-// Adds bias[k] to every element of channel k of `y` [N, K, ...].
-void add_channel_bias(Tensor& y, const Tensor& bias) {
+// Adds bias[k] to every element of channel k of `y` [N, K, ...], or of `y`
+// [N, ..., K] when channels_last.
+void add_channel_bias(Tensor& y, const Tensor& bias, bool channels_last = false) {
+  if (channels_last) {
+    int64_t channels = y.sizes().back(), rows = channels == 0 ? 0 : y.num_elements() / channels;
+    dispatch_dtype(y.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        T* data = y.data<T>();
+        const T* b = bias.data<T>();
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t k = 0; k < channels; ++k) data[r * channels + k] = store<T>(load(data[r * channels + k]) + load(b[k]));
+        }
+      }
+    });
+    return;
+  }
   int64_t batch = y.sizes()[0], channels = y.sizes()[1];
   int64_t plane = channels == 0 || batch == 0 ? 0 : y.num_elements() / (batch * channels);
   dispatch_dtype(y.dtype(), [&]<typename T>() {
@@ -96,16 +119,37 @@ void check_same_dtype(const KernelContext& ctx, DType dtype) {
   }
 }
 
-// Conv (kForward), ConvTranspose (kTranspose) and FusedConv (kForward with relu).
+// Sizes [N, C, spatial...] <-> [N, spatial..., C].
+std::vector<int64_t> channels_first(std::vector<int64_t> sizes) {
+  if (sizes.size() >= 3) std::rotate(sizes.begin() + 1, sizes.end() - 1, sizes.end());
+  return sizes;
+}
+std::vector<int64_t> channels_last(std::vector<int64_t> sizes) {
+  if (sizes.size() >= 3) std::rotate(sizes.begin() + 1, sizes.begin() + 2, sizes.end());
+  return sizes;
+}
+
+// Conv (kForward), ConvTranspose (kTranspose) and FusedConv (kForward with
+// an activation, and channels-first or channels-last data).
 class ConvKernel final : public OpKernel {
  public:
-  explicit ConvKernel(ConvKind kind, bool relu = false) : kind_(kind), relu_(relu) {}
+  ConvKernel(const Node& node, ConvKind kind, bool fused = false) : kind_(kind) {
+    if (fused) {
+      options_.activation = FusedActivation::from_node(node);
+      options_.channels_last = conv_layout_is_channels_last(node);
+    }
+    options_.constant_weights = node.num_inputs() > 1 && node.input(1) != nullptr && node.input(1)->is_constant();
+  }
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     check_same_dtype(ctx, x.dtype());
-    ConvProblem p = conv_problem(ctx.node(), kind_, x.sizes(), w.sizes());
+    const bool last = options_.channels_last;
+    if (last && !DnnlConv::supports(x.dtype()) && x.dtype() != DType::kFloat16) {
+      ctx.fail("layout NHWC needs f32, bf16 or f16 data, not " + std::string(dtype_name(x.dtype())));
+    }
+    ConvProblem p = conv_problem(ctx.node(), kind_, last ? channels_first(x.sizes()) : x.sizes(), w.sizes());
     bool forward = kind_ == ConvKind::kForward;
     std::vector<int64_t> y_sizes = forward ? p.out_sizes() : p.in_sizes();
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -114,35 +158,25 @@ class ConvKernel final : public OpKernel {
                "], one value per output channel");
     }
     bool empty = is_empty(x.sizes()) || is_empty(w.sizes()) || is_empty(y_sizes);
+    if (last) y_sizes = channels_last(y_sizes);
     Tensor& y = ctx.allocate_output(0, x.dtype(), y_sizes,
                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (empty) {
-      if (bias != nullptr && y.num_elements() > 0) add_channel_bias(y, *bias);
-      if (relu_ && y.num_elements() > 0) relu_in_place(y);
+      if (bias != nullptr && y.num_elements() > 0) add_channel_bias(y, *bias, last);
+      if (y.num_elements() > 0) apply_activation(y, options_.activation);
       return;
     }
     if (forward) {
-      run_direction(dnnl_, ConvDirection::kForward, p, x, w, bias, y, relu_);
+      run_direction(dnnl_, ConvDirection::kForward, p, x, w, bias, y, options_);
     } else {
       run_direction(dnnl_, ConvDirection::kBackwardData, p, x, w, nullptr, y);
       if (bias != nullptr) add_channel_bias(y, *bias);
     }
   }
 
-  static void relu_in_place(Tensor& y) {
-    dispatch_dtype(y.dtype(), [&]<typename T>() {
-      if constexpr (!std::is_same_v<T, bool>) {
-        T* v = y.data<T>();
-        for (int64_t i = 0; i < y.num_elements(); ++i) {
-          if (load(v[i]) < 0) v[i] = store<T>(ComputeType<T>(0));
-        }
-      }
-    });
-  }
-
  private:
   ConvKind kind_;
-  bool relu_;
+  ConvForwardOptions options_;
   DnnlConv dnnl_;
 };
 
@@ -227,17 +261,12 @@ class ConvGradBiasKernel final : public OpKernel {
 void register_conv_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
   registry.add("Conv", DeviceType::kCpu, types,
-               [](const Node&) { return std::make_unique<ConvKernel>(ConvKind::kForward); });
+               [](const Node& node) { return std::make_unique<ConvKernel>(node, ConvKind::kForward); });
   registry.add("FusedConv", DeviceType::kCpu, types, [](const Node& node) {
-    std::string activation = node.has_attr("activation") ? node.attr("activation").s() : "Relu";
-    if (activation != "Relu") {
-      throw Error(ErrorKind::kUnsupported, "FusedConv '" + node.name() + "': activation '" + activation +
-                                               "' is not supported (Relu is)").with_node(node.name());
-    }
-    return std::make_unique<ConvKernel>(ConvKind::kForward, /*relu=*/true);
+    return std::make_unique<ConvKernel>(node, ConvKind::kForward, /*fused=*/true);
   });
   registry.add("ConvTranspose", DeviceType::kCpu, types,
-               [](const Node&) { return std::make_unique<ConvKernel>(ConvKind::kTranspose); });
+               [](const Node& node) { return std::make_unique<ConvKernel>(node, ConvKind::kTranspose); });
   registry.add("ConvGradData", DeviceType::kCpu, types,
                [](const Node& node) { return std::make_unique<ConvGradKernel>(node, /*weight=*/false); });
   registry.add("ConvGradWeight", DeviceType::kCpu, types,

@@ -187,4 +187,14 @@ WEIR_INSTANTIATE_CONV_DIRECT(Float16)
 WEIR_INSTANTIATE_CONV_DIRECT(BFloat16)
 #undef WEIR_INSTANTIATE_CONV_DIRECT
 
+bool conv_layout_is_channels_last(const Node& node) {
+  std::string layout = node.has_attr("layout") ? node.attr("layout").s() : "NCHW";
+  if (layout != "NCHW" && layout != "NHWC") {
+    throw Error(ErrorKind::kInvalidArgument, node.op_type() + " '" + node.name() + "': layout '" + layout +
+                                                 "' is not NCHW or NHWC")
+        .with_node(node.name());
+  }
+  return layout == "NHWC";
+}
+
 }  // namespace weir

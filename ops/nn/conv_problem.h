@@ -48,6 +48,11 @@ struct ConvProblem {
 ConvProblem conv_problem(const Node& node, ConvKind kind, const std::vector<int64_t>& x_sizes,
                          const std::vector<int64_t>& w_sizes);
 
+// FusedConv's `layout` attribute: "NCHW" (the default: [N, C, spatial...])
+// or "NHWC" (channels last: [N, spatial..., C], any spatial rank). Throws
+// weir::Error(kInvalidArgument) naming the node on anything else.
+bool conv_layout_is_channels_last(const Node& node);
+
 // out = conv(in, weight) + bias (bias may be null).
 template <typename T>
 void conv_forward_direct(const ConvProblem& p, const T* in, const T* weight, const T* bias, T* out);

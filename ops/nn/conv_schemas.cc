@@ -1,6 +1,9 @@
 #include "ops/nn/conv_schemas.h"
 
+#include <algorithm>
+
 #include "core/graph.h"
+#include "ops/elementwise/fused_activation.h"
 #include "ops/nn/conv_problem.h"
 #include "ops/shape_inference.h"
 
@@ -45,6 +48,20 @@ TensorType conv_output_type(InferenceContext& ctx, ConvKind kind, const TensorTy
     for (int64_t i = 1; i < rank; ++i) dims[static_cast<size_t>(i)] = fresh(i);
   }
   return {x.dtype, Shape(std::move(dims))};
+}
+
+// The type with its last axis moved to axis 1 (channels_first) or back.
+TensorType channels_first(TensorType t) {
+  if (!t.shape.has_rank() || t.shape.rank() < 3) return t;
+  std::vector<Dim> dims = t.shape.dims();
+  std::rotate(dims.begin() + 1, dims.end() - 1, dims.end());
+  return {t.dtype, Shape(std::move(dims))};
+}
+TensorType channels_last(TensorType t) {
+  if (!t.shape.has_rank() || t.shape.rank() < 3) return t;
+  std::vector<Dim> dims = t.shape.dims();
+  std::rotate(dims.begin() + 1, dims.begin() + 2, dims.end());
+  return {t.dtype, Shape(std::move(dims))};
 }
 
 void check_bias(InferenceContext& ctx, const TensorType& y) {
@@ -128,11 +145,28 @@ OpSchema conv_backward(const char* name, std::vector<const char*> inputs, size_t
 void register_conv_schemas(OpRegistry& registry) {
   registry.add(conv("Conv", ConvKind::kForward,
                     "N-D convolution (1 to 3 spatial axes) of X [N, C, ...] with W [K, C/group, k...], plus B [K]"));
-  // What the conv_activation_fusion pass makes: Conv then an activation in
-  // one kernel (a oneDNN post-op). Inference only: no gradient rule.
+  // What conv_activation_fusion and the layout pass make: Conv then an
+  // activation in one kernel (a oneDNN post-op), on channels-first or
+  // channels-last data. Inference only: no gradient rule.
   OpSchema fused = conv("FusedConv", ConvKind::kForward,
-                        "Conv followed by its activation (attribute activation: Relu), in one pass over the output");
-  fused.gradient(GradientFn()).attr("activation", AttrType::kString, Attribute("Relu"));
+                        "Conv followed by its activation (attributes activation, activation_alpha, activation_beta: "
+                        "see FusedActivation), in one pass over the output; layout NCHW or NHWC (channels last: X "
+                        "[N, spatial..., C], Y [N, spatial..., K])");
+  fused.gradient(GradientFn())
+      .attr("activation", AttrType::kString, Attribute("None"))
+      .attr("activation_alpha", AttrType::kFloat, Attribute(0.0))
+      .attr("activation_beta", AttrType::kFloat, Attribute(0.0))
+      .attr("layout", AttrType::kString, Attribute("NCHW"))
+      .infer([](InferenceContext& ctx) {
+        const TensorType* x = ctx.input_type(0);
+        const TensorType* w = ctx.input_type(1);
+        if (x == nullptr || w == nullptr) return;
+        FusedActivation::from_node(ctx.node());  // rejects an unknown activation at verification
+        bool last = conv_layout_is_channels_last(ctx.node());
+        TensorType y = conv_output_type(ctx, ConvKind::kForward, last ? channels_first(*x) : *x, *w);
+        check_bias(ctx, y);
+        ctx.set_output_type(0, last ? channels_last(y) : y);
+      });
   registry.add(std::move(fused));
   registry.add(conv("ConvTranspose", ConvKind::kTranspose,
                     "transposed convolution of X [N, C, ...] with W [C, K/group, k...], plus B [K]"));

@@ -38,8 +38,10 @@ struct Descs {
   memory::desc in, weight, out, bias;  // plain user layouts
 };
 
-Descs plain_descs(DType dtype, const ConvProblem& p) {
-  static const Tag data_tags[] = {Tag::ncw, Tag::nchw, Tag::ncdhw};
+Descs plain_descs(DType dtype, const ConvProblem& p, bool channels_last) {
+  static const Tag first_tags[] = {Tag::ncw, Tag::nchw, Tag::ncdhw};
+  static const Tag last_tags[] = {Tag::nwc, Tag::nhwc, Tag::ndhwc};
+  const Tag* data_tags = channels_last ? last_tags : first_tags;
   static const Tag weight_tags[] = {Tag::oiw, Tag::oihw, Tag::oidhw};
   static const Tag group_tags[] = {Tag::goiw, Tag::goihw, Tag::goidhw};
   memory::data_type type = dnnl_type(dtype);
@@ -59,6 +61,24 @@ Descs plain_descs(DType dtype, const ConvProblem& p) {
   }
   d.bias = memory::desc({p.out_channels}, type, Tag::x);
   return d;
+}
+
+// The oneDNN eltwise algorithm and its (alpha, beta) for a fused activation.
+std::tuple<dnnl::algorithm, float, float> eltwise_post_op(const FusedActivation& act) {
+  using K = FusedActivation::Kind;
+  using A = dnnl::algorithm;
+  switch (act.kind) {
+    case K::kRelu: return {A::eltwise_relu, 0.0f, 0.0f};
+    case K::kLeakyRelu: return {A::eltwise_relu, act.alpha, 0.0f};
+    case K::kClip: return {A::eltwise_clip, act.alpha, act.beta};
+    case K::kSigmoid: return {A::eltwise_logistic, 0.0f, 0.0f};
+    case K::kTanh: return {A::eltwise_tanh, 0.0f, 0.0f};
+    case K::kSilu: return {A::eltwise_swish, 1.0f, 0.0f};
+    case K::kGelu: return {A::eltwise_gelu_erf, 0.0f, 0.0f};
+    case K::kGeluTanh: return {A::eltwise_gelu_tanh, 0.0f, 0.0f};
+    case K::kNone: break;
+  }
+  throw Error(ErrorKind::kInternal, "no oneDNN post-op for activation None");
 }
 
 memory::desc any_like(const memory::desc& plain) {
@@ -95,6 +115,11 @@ struct Cached {
   // a concurrent run allocates its own.
   std::mutex buffers_busy;
   std::vector<memory> buffers;  // one per input, the output, the scratchpad; empty until first use
+  // Forward with constant weights: the weights in the primitive's layout,
+  // reordered once (on first use) from the plain tensor at `packed_source`.
+  std::mutex packed_mutex;
+  const void* packed_source = nullptr;
+  std::optional<memory> packed_weights;
 };
 
 dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const ConvProblem& p, bool with_bias,
@@ -117,29 +142,33 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const ConvP
 struct DnnlConv::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
-  using Key = std::tuple<Direction, DType, bool, bool, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
+  using Key = std::tuple<Direction, DType, bool, int, float, float, bool, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>>;
   std::map<Key, std::shared_ptr<Cached>> cache;
 
-  std::shared_ptr<Cached> get(Direction direction, DType dtype, const ConvProblem& p, bool with_bias, bool relu) {
-    Key key{direction, dtype, with_bias, relu, p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
+  std::shared_ptr<Cached> get(Direction direction, DType dtype, const ConvProblem& p, bool with_bias,
+                              const ConvForwardOptions& options) {
+    const FusedActivation& act = options.activation;
+    Key key{direction, dtype, with_bias, static_cast<int>(act.kind), act.alpha, act.beta, options.channels_last, p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
             p.kernel, p.strides, p.dilations, p.pads_begin, p.pads_end};
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(key);
     if (found != cache.end()) return found->second;
-    std::shared_ptr<Cached> created = build(direction, dtype, p, with_bias, relu);
+    std::shared_ptr<Cached> created = build(direction, dtype, p, with_bias, options);
     cache.emplace(key, created);
     return created;
   }
 
-  std::shared_ptr<Cached> build(Direction direction, DType dtype, const ConvProblem& p, bool with_bias, bool relu) {
-    Descs d = plain_descs(dtype, p);
+  std::shared_ptr<Cached> build(Direction direction, DType dtype, const ConvProblem& p, bool with_bias,
+                                const ConvForwardOptions& options) {
+    Descs d = plain_descs(dtype, p, options.channels_last);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (relu) {
+    if (!options.activation.none()) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      auto [algorithm, alpha, beta] = eltwise_post_op(options.activation);
+      ops.append_eltwise(1.0f, algorithm, alpha, beta);
       attr.set_post_ops(ops);
     }
     memory::dims strides = spatial(p.strides, p.spatial_rank), dilates = spatial(p.dilations, p.spatial_rank, 1);
@@ -150,7 +179,7 @@ struct DnnlConv::Impl {
                                                   {Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine),
                                                    Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
                                                   Operand(DNNL_ARG_DST, d.out, pd.dst_desc(), true, engine),
-                                                  std::nullopt, {}, {}});
+                                                  std::nullopt, {}, {}, {}, nullptr, std::nullopt});
       if (with_bias) c->bias = d.bias;
       return c;
     }
@@ -164,7 +193,7 @@ struct DnnlConv::Impl {
                                                 {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
                                                  Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
                                                 Operand(DNNL_ARG_DIFF_SRC, d.in, pd.diff_src_desc(), true, engine),
-                                                std::nullopt, {}, {}});
+                                                std::nullopt, {}, {}, {}, nullptr, std::nullopt});
     }
     dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, any_like(d.in),
                                                   any_like(d.weight), any_like(d.out), strides, dilates, pl, pr);
@@ -173,12 +202,26 @@ struct DnnlConv::Impl {
                                               {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
                                                Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine)},
                                               Operand(DNNL_ARG_DIFF_WEIGHTS, d.weight, pd.diff_weights_desc(), true, engine),
-                                              std::nullopt, {}, {}});
+                                              std::nullopt, {}, {}, {}, nullptr, std::nullopt});
+  }
+
+  // The weights in the primitive's layout, reordered once per source tensor.
+  memory packed_weights(Cached& c, const Operand& operand, const void* source, dnnl::stream& stream) {
+    std::lock_guard<std::mutex> lock(c.packed_mutex);
+    if (!c.packed_weights || c.packed_source != source) {
+      memory packed(operand.wanted, engine);
+      memory user(operand.plain, engine, const_cast<void*>(source));
+      operand.to_wanted->execute(stream, user, packed);
+      stream.wait();
+      c.packed_weights = packed;
+      c.packed_source = source;
+    }
+    return *c.packed_weights;
   }
 
   void run(Direction direction, DType dtype, const ConvProblem& p, const void* a, const void* b, const void* bias,
-           void* result, bool relu = false) {
-    std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr, relu);
+           void* result, const ConvForwardOptions& options = {}) {
+    std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr, options);
     std::unique_lock<std::mutex> own_buffers(c->buffers_busy, std::try_to_lock);
     std::vector<memory> local;
     std::vector<memory>& buffers = own_buffers.owns_lock() ? c->buffers : local;
@@ -196,6 +239,10 @@ struct DnnlConv::Impl {
       memory user(operand.plain, engine, const_cast<void*>(sources[i]));
       if (!operand.to_wanted) {
         args.emplace(operand.arg, user);
+        continue;
+      }
+      if (options.constant_weights && operand.arg == DNNL_ARG_WEIGHTS) {
+        args.emplace(operand.arg, packed_weights(*c, operand, sources[i], stream));
         continue;
       }
       operand.to_wanted->execute(stream, user, buffers[i]);
@@ -227,8 +274,8 @@ void guarded(const char* what, Fn&& fn) {
 }  // namespace
 
 void DnnlConv::forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias,
-                       void* out, bool relu) {
-  guarded("forward", [&] { impl_->run(Direction::kForward, dtype, p, in, weight, bias, out, relu); });
+                       void* out, const ConvForwardOptions& options) {
+  guarded("forward", [&] { impl_->run(Direction::kForward, dtype, p, in, weight, bias, out, options); });
 }
 
 void DnnlConv::backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in) {

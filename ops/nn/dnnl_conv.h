@@ -3,12 +3,12 @@
 //
 //   DnnlConv conv;
 //   conv.forward(DType::kFloat32, problem, x, w, bias_or_null, y);
-//   conv.forward(DType::kFloat32, problem, x, w, bias_or_null, y, /*relu=*/true);   // Conv+ReLU in one pass
+//   conv.forward(DType::kFloat32, problem, x, w, bias_or_null, y, {.activation = relu});  // Conv+ReLU in one pass
 //   conv.backward_data(DType::kFloat32, problem, dy, w, dx);
 //   conv.backward_weights(DType::kFloat32, problem, dy, x, dw);
 //
-// Tensors are plain row-major ([N, C, spatial...], weights [K, C/group,
-// kernel...]). oneDNN picks its own (blocked) layouts for speed: the
+// Tensors are plain row-major ([N, C, spatial...], or [N, spatial..., C]
+// with channels_last; weights [K, C/group, kernel...]). oneDNN picks its own (blocked) layouts for speed: the
 // primitive is created with format `any`, and reorders to and from the plain
 // layouts run around it, cached with it. f32 and bf16 only; callers widen f16.
 #pragma once
@@ -16,9 +16,19 @@
 #include <memory>
 
 #include "core/dtype.h"
+#include "ops/elementwise/fused_activation.h"
 #include "ops/nn/conv_problem.h"
 
 namespace weir {
+
+struct ConvForwardOptions {
+  FusedActivation activation{};  // applied to the result inside the primitive (a oneDNN post-op)
+  bool channels_last = false;    // in and out are [N, spatial..., C] (the problem stays in NCHW terms)
+  // The weights never change while this object lives (a graph constant), so
+  // they are reordered into the primitive's layout once and kept; a
+  // different weight pointer is packed again.
+  bool constant_weights = false;
+};
 
 class DnnlConv {
  public:
@@ -29,9 +39,8 @@ class DnnlConv {
 
   static bool supports(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kBFloat16; }
 
-  // relu: apply max(y, 0) to the result inside the primitive (a oneDNN post-op).
   void forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias, void* out,
-               bool relu = false);
+               const ConvForwardOptions& options = {});
   void backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in);
   void backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in, void* d_weight);
 

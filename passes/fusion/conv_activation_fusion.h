@@ -1,19 +1,21 @@
-// ConvActivationFusion — a Conv whose only reader is a Relu becomes one
-// FusedConv (activation Relu): oneDNN applies the activation as a post-op
-// while the output is still in registers, saving a pass over it.
+// ConvActivationFusion — a Conv whose only reader is an activation becomes
+// one FusedConv: oneDNN applies the activation as a post-op while the output
+// is still in registers, saving a pass over it. Fused: Relu, LeakyRelu,
+// Clip with constant bounds (Relu6), Sigmoid, Tanh, Gelu (erf or tanh form)
+// and SiLU written as Mul(y, Sigmoid(y)). A FusedConv without an activation
+// (from the layout pass) takes one too.
 //
 //   weir::ConvActivationFusion fuse;
 //   fuse.run(graph, ctx);   // after ConvBatchNormFolding: Conv-BN-Relu becomes one node
 #pragma once
 
-#include "passes/pass.h"
+#include "passes/rewrite_rule.h"
 
 namespace weir {
 
-class ConvActivationFusion final : public Pass {
+class ConvActivationFusion final : public RewriteDriver {
  public:
-  std::string name() const override { return "conv_activation_fusion"; }
-  bool run(Graph& graph, PassContext& context) override;
+  ConvActivationFusion();
 };
 
 }  // namespace weir

@@ -290,8 +290,17 @@ TEST(ConvBatchNormFolding, ResnetHasNoBatchNormLeft) {
   inference_pipeline(3)->run(*optimized, ctx);
   EXPECT_GT(count_ops(*model.graph, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(*optimized, "BatchNormalization"), 0);
-  EXPECT_EQ(count_ops(*optimized, "Conv") + count_ops(*optimized, "FusedConv"), count_ops(*model.graph, "Conv"));
-  EXPECT_EQ(count_ops(*optimized, "FusedConv"), 9) << "stem + two per basic block; the second conv of a block feeds the residual Add";
+  EXPECT_EQ(count_ops(*optimized, "Conv"), 0);
+  EXPECT_EQ(count_ops(*optimized, "FusedConv"), count_ops(*model.graph, "Conv"));
+  int with_relu = 0, channels_last = 0;
+  for (const Node* node : optimized->nodes()) {
+    if (node->op_type() != "FusedConv") continue;
+    with_relu += node->attr("activation").s() == "Relu";
+    channels_last += node->attr("layout").s() == "NHWC";
+  }
+  EXPECT_EQ(with_relu, 9) << "stem + two per basic block; the second conv of a block feeds the residual Add";
+  EXPECT_EQ(channels_last, count_ops(*model.graph, "Conv"));
+  EXPECT_EQ(count_ops(*optimized, "Transpose"), 4) << "into the stem conv, around the max-pool, before the global pool";
   EXPECT_EQ(count_ops(*optimized, "Relu"), count_ops(*model.graph, "Relu") - 9);
   EXPECT_EQ(count_ops(*optimized, "Gemm"), 1) << "the classifier's MatMul + bias";
   std::printf("resnet18: %zu nodes -> %zu\n", model.graph->num_nodes(), optimized->num_nodes());

@@ -1,0 +1,251 @@
+#include "passes/layout/channels_last_layout.h"
+
+#include <cstring>
+
+#include "ops/nn/conv_problem.h"
+#include "passes/graph_match.h"
+#include "passes/rewrite_rule.h"
+
+namespace weir {
+
+namespace {
+
+// [0, 2, ..., r-1, 1]: channels-first to channels-last.
+std::vector<int64_t> to_last_perm(int64_t rank) {
+  std::vector<int64_t> perm = {0};
+  for (int64_t i = 2; i < rank; ++i) perm.push_back(i);
+  perm.push_back(1);
+  return perm;
+}
+
+// [0, r-1, 1, ..., r-2]: channels-last back to channels-first.
+std::vector<int64_t> to_first_perm(int64_t rank) {
+  std::vector<int64_t> perm = {0, rank - 1};
+  for (int64_t i = 1; i < rank - 1; ++i) perm.push_back(i);
+  return perm;
+}
+
+std::vector<int64_t> perm_of(const Node& transpose) {
+  return transpose.has_attr("perm") ? transpose.attr("perm").ints() : std::vector<int64_t>{};
+}
+
+TensorType permuted(const TensorType& type, const std::vector<int64_t>& perm) {
+  if (!type.shape.has_rank() || type.shape.rank() != static_cast<int64_t>(perm.size())) return {type.dtype, Shape::unknown_rank()};
+  std::vector<Dim> dims;
+  for (int64_t axis : perm) dims.push_back(type.shape[static_cast<size_t>(axis)]);
+  return {type.dtype, Shape(std::move(dims))};
+}
+
+Node* add_transpose(Graph& graph, Value* input, const std::vector<int64_t>& perm, const std::string& name,
+                    const std::optional<Device>& device) {
+  Node* t = graph.add_node("Transpose", {input}, 1, {{"perm", Attribute(perm)}}, graph.unique_name(name));
+  if (device) t->set_device(*device);
+  t->output(0)->set_type(permuted(input->type(), perm));
+  return t;
+}
+
+// The channels-last form of a constant that broadcasts against a
+// channels-first value of `rank`: padded with leading 1s to `rank`, then
+// permuted. Small constants only (per-channel scales and shifts).
+std::optional<Tensor> channels_last_constant(const Tensor& c, int64_t rank) {
+  if (c.rank() > rank || c.num_elements() > (1 << 20)) return std::nullopt;
+  std::vector<int64_t> sizes(static_cast<size_t>(rank - c.rank()), 1);
+  for (int64_t s : c.sizes()) sizes.push_back(s);
+  std::vector<int64_t> perm = to_last_perm(rank);
+  std::vector<int64_t> strides(static_cast<size_t>(rank), 1), out_sizes(static_cast<size_t>(rank));
+  for (int64_t i = rank - 1; i > 0; --i) strides[static_cast<size_t>(i - 1)] = strides[static_cast<size_t>(i)] * sizes[static_cast<size_t>(i)];
+  for (size_t i = 0; i < perm.size(); ++i) out_sizes[i] = sizes[static_cast<size_t>(perm[i])];
+  Tensor out = Tensor::uninitialized(c.dtype(), out_sizes);
+  const size_t width = dtype_size(c.dtype());
+  const auto* in = static_cast<const unsigned char*>(c.raw_data());
+  auto* dst = static_cast<unsigned char*>(out.raw_data());
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  for (int64_t flat = 0; flat < out.num_elements(); ++flat) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < index.size(); ++i) offset += index[i] * strides[static_cast<size_t>(perm[i])];
+    std::memcpy(dst + static_cast<size_t>(flat) * width, in + static_cast<size_t>(offset) * width, width);
+    for (size_t i = index.size(); i-- > 0;) {
+      if (++index[i] < out_sizes[i]) break;
+      index[i] = 0;
+    }
+  }
+  return out;
+}
+
+// `value` transposed to channels-last: an existing Transpose that does it, else a new one.
+Value* to_channels_last(Graph& graph, Value* value, int64_t rank, const std::optional<Device>& device) {
+  std::vector<int64_t> perm = to_last_perm(rank);
+  for (const Use& use : value->uses()) {
+    Node* reader = use.node;
+    if (reader->op_type() == "Transpose" && reader->domain().empty() && perm_of(*reader) == perm) return reader->output(0);
+  }
+  return add_transpose(graph, value, perm, value->name() + "_to_nhwc", device)->output(0);
+}
+
+bool is_channels_first_transpose(const Node* node) {
+  if (node == nullptr || node->op_type() != "Transpose" || !node->domain().empty()) return false;
+  std::vector<int64_t> perm = perm_of(*node);
+  return perm.size() >= 3 && perm == to_first_perm(static_cast<int64_t>(perm.size()));
+}
+
+bool pure_elementwise(const Node& node, const PassContext& context) {
+  const OpSchema* schema = context.registry().find(node.op_type(), node.domain());
+  return schema != nullptr && schema->has(OpTrait::kElementwise) && !schema->has(OpTrait::kStateful) &&
+         !schema->has(OpTrait::kSideEffects) && node.num_outputs() == 1 && node.control_inputs().empty() &&
+         node.control_outputs().empty();
+}
+
+// Transpose(Transpose(x, p), q): x itself when the two cancel, else one Transpose.
+class TransposePairRule final : public RewriteRule {
+ public:
+  std::string name() const override { return "transpose_pair"; }
+  std::vector<std::string> root_ops() const override { return {"Transpose"}; }
+  bool apply(Node& outer, Rewriter& rw) override {
+    Node* inner = rw.producer_of(outer.input(0), "Transpose");
+    if (inner == nullptr || !outer.control_inputs().empty()) return false;
+    std::vector<int64_t> p = perm_of(*inner), q = perm_of(outer);
+    if (p.empty() || p.size() != q.size()) return false;
+    std::vector<int64_t> combined;
+    bool identity = true;
+    for (size_t i = 0; i < q.size(); ++i) {
+      combined.push_back(p[static_cast<size_t>(q[i])]);
+      identity = identity && combined.back() == static_cast<int64_t>(i);
+    }
+    if (identity) {
+      Value* source = inner->input(0);
+      if (is_graph_output(rw.graph(), outer.output(0)) && (source->producer() == nullptr || !source->uses().empty())) {
+        return false;  // would rename a graph output
+      }
+      rw.replace(outer, source);
+      return true;
+    }
+    Node* merged = add_transpose(rw.graph(), inner->input(0), combined, outer.name(), outer.device());
+    rw.replace(outer, merged->output(0));
+    return true;
+  }
+};
+
+// op(Transpose(a)) -> Transpose(op(a)) for an elementwise op whose other
+// inputs are one-element values, and op(Transpose(a), Transpose(b)) ->
+// Transpose(op(a, b)), and op(Transpose(a), c) -> Transpose(op(a, c')) for
+// a constant c whose channels-last form c' is made here: the back-Transpose
+// moves down the net until something that is not elementwise reads it.
+class SinkTransposeRule final : public RewriteRule {
+ public:
+  explicit SinkTransposeRule(std::vector<std::string> ops) : ops_(std::move(ops)) {}
+  std::string name() const override { return "sink_transpose"; }
+  std::vector<std::string> root_ops() const override { return ops_; }
+
+  bool apply(Node& op, Rewriter& rw) override {
+    if (!pure_elementwise(op, rw.context())) return false;
+    int64_t rank = 0;
+    Node* first = nullptr;
+    for (Value* input : op.inputs()) {
+      Node* producer = input != nullptr ? input->producer() : nullptr;
+      if (is_channels_first_transpose(producer)) {
+        first = producer;
+        rank = static_cast<int64_t>(perm_of(*producer).size());
+        break;
+      }
+    }
+    if (first == nullptr || !op.output(0)->type().shape.has_rank() || op.output(0)->type().shape.rank() != rank) return false;
+    const Shape& out_shape = op.output(0)->type().shape;
+    std::vector<Value*> inputs;
+    for (Value* input : op.inputs()) {
+      if (input == nullptr) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      Node* producer = input->producer();
+      if (is_channels_first_transpose(producer) && static_cast<int64_t>(perm_of(*producer).size()) == rank &&
+          input->type().shape == out_shape) {
+        inputs.push_back(producer->input(0));
+        continue;
+      }
+      const Tensor* data = input->is_constant() ? &input->data() : nullptr;
+      if (data != nullptr && data->num_elements() == 1) {
+        inputs.push_back(input);
+        continue;
+      }
+      if (data != nullptr) {
+        std::optional<Tensor> last = channels_last_constant(*data, rank);
+        if (!last) return false;
+        inputs.push_back(rw.graph().add_constant(rw.graph().unique_name(input->name() + "_nhwc"), std::move(*last)));
+        continue;
+      }
+      // A channels-first value of the full output shape (a residual from a
+      // pooling, say): it is transposed instead, so the op and what follows
+      // can stay channels-last. An existing transpose of it is reused.
+      if (!(input->type().shape == out_shape)) return false;
+      inputs.push_back(to_channels_last(rw.graph(), input, rank, op.device()));
+    }
+    Node* moved = rw.graph().add_node(op.op_type(), inputs, 1, op.attributes(), rw.graph().unique_name(op.name() + "_nhwc"));
+    if (op.device()) moved->set_device(*op.device());
+    moved->output(0)->set_type(permuted(op.output(0)->type(), to_last_perm(rank)));
+    Node* back = add_transpose(rw.graph(), moved->output(0), to_first_perm(rank), op.name() + "_to_nchw", op.device());
+    rw.replace(op, back->output(0));
+    return true;
+  }
+
+ private:
+  std::vector<std::string> ops_;
+};
+
+// The elementwise ops of the registry: the roots the sinking rule starts from.
+std::vector<std::string> elementwise_ops(const PassContext& context) {
+  std::vector<std::string> ops;
+  for (const std::string& name : context.registry().names()) {
+    const OpSchema* schema = context.registry().find(name);
+    if (schema != nullptr && schema->has(OpTrait::kElementwise)) ops.push_back(name);
+  }
+  return ops;
+}
+
+bool convertible(const Node& node) {
+  if (!node.domain().empty() || (node.op_type() != "Conv" && node.op_type() != "FusedConv")) return false;
+  if (node.op_type() == "FusedConv" && conv_layout_is_channels_last(node)) return false;
+  if (node.num_inputs() < 2 || node.input(0) == nullptr || node.input(1) == nullptr || !node.input(1)->is_constant()) return false;
+  if (!node.control_inputs().empty() || !node.control_outputs().empty()) return false;
+  const TensorType& x = node.input(0)->type();
+  DType dtype = x.dtype;
+  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) return false;
+  return x.shape.has_rank() && x.shape.rank() >= 3 && x.shape.rank() <= 5 && node.output(0)->type().shape.has_rank();
+}
+
+}  // namespace
+
+bool ChannelsLastLayout::run(Graph& graph, PassContext& context) {
+  if (context.registry().find("FusedConv") == nullptr) return false;
+  bool changed = false;
+  Rewriter rw(graph, context);
+  for (Node* conv : graph.nodes()) {
+    if (rw.removed(conv) || !convertible(*conv)) continue;
+    Value* x = conv->input(0);
+    Value* y = conv->output(0);
+    int64_t rank = x->type().shape.rank();
+    std::map<std::string, Attribute> attributes = conv->attributes();
+    attributes["layout"] = Attribute("NHWC");
+    if (!attributes.count("activation")) attributes["activation"] = Attribute("None");
+    std::vector<Value*> inputs = conv->inputs();
+    inputs[0] = to_channels_last(graph, x, rank, conv->device());
+    Node* fused = graph.add_node("FusedConv", inputs, 1, attributes, graph.unique_name(conv->name() + "_nhwc"));
+    if (conv->device()) fused->set_device(*conv->device());
+    fused->output(0)->set_type(permuted(y->type(), to_last_perm(rank)));
+    Node* back = add_transpose(graph, fused->output(0), to_first_perm(rank), conv->name() + "_to_nchw", conv->device());
+    rw.replace(*conv, back->output(0));
+    changed = true;
+  }
+  if (!changed) return false;
+  RewriteDriver sink("channels_last_sinking",
+                     [&] {
+                       std::vector<std::unique_ptr<RewriteRule>> rules;
+                       rules.push_back(std::make_unique<TransposePairRule>());
+                       rules.push_back(std::make_unique<SinkTransposeRule>(elementwise_ops(context)));
+                       return rules;
+                     }(),
+                     /*max_sweeps=*/64);
+  sink.run(graph, context);
+  return true;
+}
+
+}  // namespace weir

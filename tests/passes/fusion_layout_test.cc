@@ -1,0 +1,285 @@
+// Conv activation fusion (every activation FusedConv applies), the
+// channels-last layout pass and the rewrite-rule driver: each graph runs
+// before and after the pass on the same random inputs, and the rewritten
+// structure is checked.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/type_inference.h"
+#include "core/verifier.h"
+#include "ops/graph_evaluator.h"
+#include "ops/register_ops.h"
+#include "passes/fusion/conv_activation_fusion.h"
+#include "passes/layout/channels_last_layout.h"
+#include "passes/pass_manager.h"
+#include "passes/rewrite_rule.h"
+#include "tests/test_util.h"
+
+namespace weir {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+int count_ops(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node* node : g.nodes()) n += node->op_type() == op;
+  return n;
+}
+
+Tensor random_tensor(DType dtype, const Ints& sizes, uint32_t seed, float low = -1.0f, float high = 1.0f) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<float> values = testing::random_floats(static_cast<size_t>(n), seed, low, high);
+  if (dtype == DType::kFloat32) return Tensor::from_vector(values, sizes);
+  return Tensor::from_vector(std::vector<double>(values.begin(), values.end()), sizes);
+}
+
+double at(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kFloat64 ? t.data<double>()[i] : t.data<float>()[i];
+}
+
+// Largest |a - b| / (1 + |a|) over the elements.
+double max_relative_difference(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  double worst = 0;
+  for (int64_t i = 0; i < a.num_elements() && a.sizes() == b.sizes(); ++i) {
+    worst = std::max(worst, std::abs(at(a, i) - at(b, i)) / (1 + std::abs(at(a, i))));
+  }
+  return worst;
+}
+
+void finish(Graph& g) {
+  infer_graph_types(g, default_op_registry());
+  verify_graph(g, default_op_registry());
+}
+
+// x [2, 3, 9, 9] -> Conv (3x3, pad 1, stride 2, bias) -> y; `activation`
+// appends the activation nodes and returns the graph output.
+template <typename Activation>
+std::unique_ptr<Graph> conv_then(DType dtype, Activation activation) {
+  auto g = std::make_unique<Graph>("conv_activation");
+  Value* x = g->add_input("x", {dtype, Shape{2, 3, 9, 9}});
+  Value* w = g->add_constant("w", random_tensor(dtype, {4, 3, 3, 3}, 1));
+  Value* b = g->add_constant("b", random_tensor(dtype, {4}, 2));
+  Value* y = g->add_node("Conv", {x, w, b}, 1, {{"pads", Attribute(Ints{1, 1, 1, 1})}, {"strides", Attribute(Ints{2, 2})}}, "conv")
+                 ->output(0);
+  g->add_output(activation(*g, y));
+  finish(*g);
+  return g;
+}
+
+struct ActivationCase {
+  const char* name;
+  std::function<Value*(Graph&, Value*)> build;
+};
+
+std::vector<ActivationCase> activation_cases(DType dtype) {
+  auto scalar = [dtype](Graph& g, const char* name, double v) {
+    return g.add_constant(g.unique_name(name), dtype == DType::kFloat32 ? Tensor::scalar(static_cast<float>(v)) : Tensor::scalar(v));
+  };
+  return {
+      {"Relu", [](Graph& g, Value* y) { return g.add_node("Relu", {y})->output(0); }},
+      {"LeakyRelu", [](Graph& g, Value* y) { return g.add_node("LeakyRelu", {y}, 1, {{"alpha", Attribute(0.2)}})->output(0); }},
+      {"Clip", [scalar](Graph& g, Value* y) { return g.add_node("Clip", {y, scalar(g, "lo", -0.3), scalar(g, "hi", 0.4)})->output(0); }},
+      {"Sigmoid", [](Graph& g, Value* y) { return g.add_node("Sigmoid", {y})->output(0); }},
+      {"Tanh", [](Graph& g, Value* y) { return g.add_node("Tanh", {y})->output(0); }},
+      {"Gelu", [](Graph& g, Value* y) { return g.add_node("Gelu", {y})->output(0); }},
+      {"GeluTanh", [](Graph& g, Value* y) { return g.add_node("Gelu", {y}, 1, {{"approximate", Attribute("tanh")}})->output(0); }},
+      {"Silu", [](Graph& g, Value* y) { return g.add_node("Mul", {y, g.add_node("Sigmoid", {y})->output(0)})->output(0); }},
+      {"Silu", [](Graph& g, Value* y) { return g.add_node("Mul", {g.add_node("Sigmoid", {y})->output(0), y})->output(0); }},
+  };
+}
+
+TEST(ConvActivationFusion, FusesEveryActivationAndMatchesTheUnfusedGraph) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (const ActivationCase& c : activation_cases(dtype)) {
+      SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dtype)));
+      auto g = conv_then(dtype, c.build);
+      auto fused = g->clone();
+      PassContext ctx;
+      EXPECT_TRUE(ConvActivationFusion().run(*fused, ctx));
+      finish(*fused);
+      ASSERT_EQ(fused->num_nodes(), 1u) << "one FusedConv and nothing else";
+      const Node* node = fused->nodes().front();
+      EXPECT_EQ(node->op_type(), "FusedConv");
+      EXPECT_EQ(node->attr("activation").s(), c.name);
+      EXPECT_EQ(fused->outputs().front()->name(), g->outputs().front()->name()) << "the graph output keeps its name";
+      Tensor x = random_tensor(dtype, {2, 3, 9, 9}, 3, -2.0f, 2.0f);
+      Tensor before = evaluate_graph(*g, {{"x", x}})[0], after = evaluate_graph(*fused, {{"x", x}})[0];
+      // oneDNN's f32 erf, tanh and exp are polynomial approximations; the
+      // activation's parameters (LeakyRelu's slope, Clip's bounds) are f32.
+      EXPECT_LT(max_relative_difference(before, after), dtype == DType::kFloat32 ? 2e-6 : 1e-7);
+    }
+  }
+}
+
+TEST(ConvActivationFusion, LeavesWhatItCannotFuse) {
+  // The conv output is read twice: fusing would compute the conv twice.
+  auto shared = conv_then(DType::kFloat32, [](Graph& g, Value* y) {
+    return g.add_node("Add", {g.add_node("Relu", {y})->output(0), y})->output(0);
+  });
+  // Clip with a bound computed at run time.
+  auto dynamic_bound = conv_then(DType::kFloat32, [](Graph& g, Value* y) {
+    Value* bound = g.add_node("ReduceMax", {y}, 1, {{"keepdims", Attribute(int64_t{0})}})->output(0);
+    return g.add_node("Clip", {y, bound})->output(0);
+  });
+  // Mul(y, Sigmoid(z)) with z != y is not SiLU.
+  auto not_silu = conv_then(DType::kFloat32, [](Graph& g, Value* y) {
+    return g.add_node("Mul", {y, g.add_node("Sigmoid", {g.add_node("Neg", {y})->output(0)})->output(0)})->output(0);
+  });
+  for (Graph* g : {shared.get(), dynamic_bound.get(), not_silu.get()}) {
+    PassContext ctx;
+    EXPECT_FALSE(ConvActivationFusion().run(*g, ctx));
+    EXPECT_EQ(count_ops(*g, "FusedConv"), 0);
+  }
+}
+
+TEST(FusedConv, RejectsAnUnknownActivationOrLayoutNamingTheNode) {
+  for (auto [attr, value] : {std::pair<const char*, const char*>{"activation", "Swish9"}, {"layout", "CHWN"}}) {
+    Graph g("bad");
+    Value* x = g.add_input("x", {DType::kFloat32, Shape{1, 3, 5, 5}});
+    Value* w = g.add_constant("w", random_tensor(DType::kFloat32, {2, 3, 3, 3}, 1));
+    g.add_output(g.add_node("FusedConv", {x, w}, 1, {{attr, Attribute(value)}}, "odd_conv")->output(0));
+    try {
+      infer_graph_types(g, default_op_registry());
+      FAIL() << "accepted " << attr << " " << value;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("odd_conv"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(value), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A small ResNet-like net: a per-channel scale before the first conv, a
+// residual block whose shortcut comes from a max-pool (channels-first), a
+// per-channel constant Mul, a second max-pool, a depthwise conv with Clip
+// (Relu6) and a global average pool.
+std::unique_ptr<Graph> small_conv_net() {
+  auto g = std::make_unique<Graph>("small_conv_net");
+  const DType f = DType::kFloat32;
+  Value* x = g->add_input("x", {f, Shape{2, 3, 16, 16}});
+  auto conv = [&](Value* in, int64_t k, int64_t c, int64_t kernel, int64_t group, uint32_t seed) {
+    int64_t pad = kernel / 2;
+    Value* w = g->add_constant(g->unique_name("w"), random_tensor(f, {k, c / group, kernel, kernel}, seed, -0.5f, 0.5f));
+    Value* b = g->add_constant(g->unique_name("b"), random_tensor(f, {k}, seed + 100));
+    return g->add_node("Conv", {in, w, b}, 1, {{"pads", Attribute(Ints{pad, pad, pad, pad})}, {"group", Attribute(group)}})
+        ->output(0);
+  };
+  auto pool = [&](Value* in) {
+    return g->add_node("MaxPool", {in}, 1, {{"kernel_shape", Attribute(Ints{2, 2})}, {"strides", Attribute(Ints{2, 2})}})->output(0);
+  };
+  Value* stem = g->add_node("Relu", {conv(x, 8, 3, 3, 1, 1)})->output(0);
+  Value* pooled = pool(stem);
+  Value* branch = g->add_node("Relu", {conv(pooled, 8, 8, 3, 1, 2)})->output(0);
+  Value* sum = g->add_node("Add", {conv(branch, 8, 8, 3, 1, 3), pooled})->output(0);
+  Value* scale = g->add_constant("channel_scale", random_tensor(f, {8, 1, 1}, 4, 0.5f, 1.5f));
+  Value* scaled = g->add_node("Mul", {g->add_node("Relu", {sum})->output(0), scale})->output(0);
+  Value* down = pool(scaled);
+  Value* lo = g->add_constant("lo", Tensor::scalar(0.0f));
+  Value* hi = g->add_constant("hi", Tensor::scalar(0.5f));
+  Value* depthwise = g->add_node("Clip", {conv(down, 8, 8, 3, 8, 5), lo, hi})->output(0);
+  g->add_output(g->add_node("GlobalAveragePool", {depthwise})->output(0));
+  finish(*g);
+  return g;
+}
+
+TEST(ChannelsLastLayout, RunsConvsChannelsLastWithTransposesOnlyAtTheBoundaries) {
+  auto g = small_conv_net();
+  auto optimized = g->clone();
+  PassContext ctx;
+  EXPECT_TRUE(ConvActivationFusion().run(*optimized, ctx));
+  EXPECT_TRUE(ChannelsLastLayout().run(*optimized, ctx));
+  finish(*optimized);
+  EXPECT_EQ(count_ops(*optimized, "Conv"), 0);
+  EXPECT_EQ(count_ops(*optimized, "FusedConv"), 4);
+  for (const Node* node : optimized->nodes()) {
+    if (node->op_type() == "FusedConv") EXPECT_EQ(node->attr("layout").s(), "NHWC") << node->name();
+  }
+  // Into the stem; out of it and back in around the first max-pool (the
+  // shortcut reuses that one); the same around the second; before the
+  // global pool.
+  EXPECT_EQ(count_ops(*optimized, "Transpose"), 6);
+  Tensor x = random_tensor(DType::kFloat32, {2, 3, 16, 16}, 9, 0.0f, 1.0f);
+  Tensor before = evaluate_graph(*g, {{"x", x}})[0], after = evaluate_graph(*optimized, {{"x", x}})[0];
+  EXPECT_LT(max_relative_difference(before, after), 1e-5);
+}
+
+TEST(ChannelsLastLayout, LeavesWeightsThatChangeAndOtherDtypesAlone) {
+  Graph g("trainable");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{1, 3, 8, 8}});
+  Value* w = g.add_persistent("w", {DType::kFloat32, Shape{4, 3, 3, 3}}, PersistentRole::kParameter,
+                              random_tensor(DType::kFloat32, {4, 3, 3, 3}, 1));
+  g.add_output(g.add_node("Conv", {x, w})->output(0));
+  Value* x64 = g.add_input("x64", {DType::kFloat64, Shape{1, 3, 8, 8}});
+  Value* w64 = g.add_constant("w64", random_tensor(DType::kFloat64, {4, 3, 3, 3}, 2));
+  g.add_output(g.add_node("Conv", {x64, w64})->output(0));
+  finish(g);
+  PassContext ctx;
+  EXPECT_FALSE(ChannelsLastLayout().run(g, ctx));
+}
+
+// The full level-3 pipeline keeps the graph valid and the outputs equal.
+TEST(ChannelsLastLayout, InTheInferencePipeline) {
+  auto g = small_conv_net();
+  auto optimized = g->clone();
+  PassContext ctx;
+  inference_pipeline(3)->run(*optimized, ctx);
+  EXPECT_EQ(count_ops(*optimized, "Relu"), 1) << "the one after the residual Add";
+  Tensor x = random_tensor(DType::kFloat32, {2, 3, 16, 16}, 10, 0.0f, 1.0f);
+  EXPECT_LT(max_relative_difference(evaluate_graph(*g, {{"x", x}})[0], evaluate_graph(*optimized, {{"x", x}})[0]), 1e-5);
+}
+
+// Two rules feeding each other under one driver: Neg(Neg(x)) -> x, and
+// Abs(Neg(x)) -> Abs(x); the graph output keeps its name.
+class DoubleNegation final : public RewriteRule {
+ public:
+  std::string name() const override { return "double_negation"; }
+  std::vector<std::string> root_ops() const override { return {"Neg"}; }
+  bool apply(Node& outer, Rewriter& rw) override {
+    Node* inner = rw.producer_of(outer.input(0), "Neg");
+    if (inner == nullptr) return false;
+    Node* identity = rw.graph().add_node("Identity", {inner->input(0)});
+    identity->output(0)->set_type(outer.output(0)->type());
+    rw.replace(outer, identity->output(0));
+    return true;
+  }
+};
+class AbsOfNegation final : public RewriteRule {
+ public:
+  std::string name() const override { return "abs_of_negation"; }
+  std::vector<std::string> root_ops() const override { return {"Abs"}; }
+  bool apply(Node& abs, Rewriter& rw) override {
+    Node* neg = rw.producer_of(abs.input(0), "Neg");
+    if (neg == nullptr) return false;
+    Node* direct = rw.graph().add_node("Abs", {neg->input(0)});
+    direct->output(0)->set_type(abs.output(0)->type());
+    rw.replace(abs, direct->output(0));
+    return true;
+  }
+};
+
+TEST(RewriteDriver, RunsRulesToAFixedPointAndKeepsOutputNames) {
+  Graph g("negations");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{5}});
+  Value* n1 = g.add_node("Neg", {x})->output(0);
+  Value* n2 = g.add_node("Neg", {n1})->output(0);
+  Value* n3 = g.add_node("Neg", {n2})->output(0);
+  Value* out = g.add_node("Abs", {n3}, 1, {}, "result")->output(0);
+  g.add_output(out);
+  finish(g);
+  RewriteDriver driver("negations", make_rules<DoubleNegation, AbsOfNegation>());
+  PassContext ctx;
+  EXPECT_TRUE(driver.run(g, ctx));
+  finish(g);
+  EXPECT_EQ(count_ops(g, "Neg"), 0) << "Abs(Neg(Neg(Neg(x)))) -> Abs(Neg(x)) -> Abs(x), or the other way round";
+  EXPECT_EQ(g.outputs().front()->name(), "result:0");
+  EXPECT_FALSE(driver.run(g, ctx)) << "a second run finds nothing";
+  Tensor input = random_tensor(DType::kFloat32, {5}, 4);
+  Tensor y = evaluate_graph(g, {{"x", input}})[0];
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(y.data<float>()[i], std::abs(input.data<float>()[i]));
+}
+
+}  // namespace
+}  // namespace weir

@@ -1,0 +1,53 @@
+// Writes a zoo model's inference graph at a chosen input shape, as .weir or
+// (through the ONNX exporter) .onnx, for `graph-runner bench` and for
+// comparisons with other runtimes on the same file.
+//
+//   weir_zoo_export resnet50 r50.onnx --channels 3 --image-size 224 --classes 1000
+//   weir_zoo_export bert bert6.onnx --layers 6 --hidden 768 --heads 12 --seq 128
+//
+// Weights are the zoo's seeded initial weights: latency does not depend on
+// their values. The batch dim stays symbolic unless --batch is given.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/model.h"
+#include "core/model_io.h"
+#include "frontend/onnx/onnx_exporter.h"
+#include "models/zoo.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("weir_zoo_export: write a zoo model's inference graph", "weir_zoo_export");
+  std::string name, out;
+  int64_t batch = 0;
+  weir::models::ZooOptions zoo;
+  app.add_option("model", name, "zoo model: mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert")->required();
+  app.add_option("output", out, "output file: .weir, .weirtxt or .onnx")->required();
+  app.add_option("--batch", batch, "fixed batch size (default: symbolic N)");
+  app.add_option("--channels", zoo.in_channels, "image channels")->capture_default_str();
+  app.add_option("--image-size", zoo.image_size, "image side")->capture_default_str();
+  app.add_option("--classes", zoo.classes, "classes")->capture_default_str();
+  app.add_option("--layers", zoo.layers, "bert: encoder layers")->capture_default_str();
+  app.add_option("--hidden", zoo.hidden, "bert: hidden size")->capture_default_str();
+  app.add_option("--heads", zoo.heads, "bert: attention heads")->capture_default_str();
+  app.add_option("--seq", zoo.seq, "bert: sequence length")->capture_default_str();
+  app.add_option("--vocab", zoo.vocab, "bert: vocabulary size")->capture_default_str();
+  app.add_option("--seed", zoo.seed, "weight seed")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    weir::models::ClassifierGraph built = weir::models::build_classifier(name, batch, /*training=*/false, zoo);
+    weir::Model model;
+    model.graph = std::move(built.graph);
+    if (std::filesystem::path(out).extension() == ".onnx") {
+      weir::export_onnx_model(model, out);
+    } else {
+      weir::save_model(model, out);
+    }
+  } catch (const weir::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

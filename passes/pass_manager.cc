@@ -5,6 +5,7 @@
 #include "core/verifier.h"
 #include "passes/fusion/conv_activation_fusion.h"
 #include "passes/fusion/conv_batch_norm_folding.h"
+#include "passes/fusion/conv_residual_fusion.h"
 #include "passes/fusion/gelu_fusion.h"
 #include "passes/fusion/layer_norm_fusion.h"
 #include "passes/fusion/matmul_add_to_gemm.h"
@@ -75,6 +76,7 @@ const std::vector<Registered>& registered() {
       {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},
+      {"conv_residual_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvResidualFusion()); }},
       {"conv_activation_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvActivationFusion()); }},
       {"gelu_fusion", 2, [] { return std::unique_ptr<Pass>(new GeluFusion()); }},
       {"layer_norm_fusion", 2, [] { return std::unique_ptr<Pass>(new LayerNormFusion()); }},

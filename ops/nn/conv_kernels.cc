@@ -34,13 +34,18 @@ void apply_activation(Tensor& y, const FusedActivation& activation) {
 // (a = d_out, b = weight) or backward weights (a = d_out, b = in), writing
 // `out`. `options` (forward only): the fused activation, channels-last data
 // (oneDNN dtypes only: callers check) and constant weights.
+// `addend` (options.sum): added before the activation.
 void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p, const Tensor& a, const Tensor& b,
-                   const Tensor* bias, Tensor& out, const ConvForwardOptions& options = {}) {
+                   const Tensor* bias, Tensor& out, const ConvForwardOptions& options = {},
+                   const Tensor* addend = nullptr) {
   DType dtype = out.dtype();
   if (DnnlConv::supports(dtype)) {
     const void* bias_data = bias != nullptr ? bias->raw_data() : nullptr;
     switch (direction) {
-      case ConvDirection::kForward: dnnl.forward(dtype, p, a.raw_data(), b.raw_data(), bias_data, out.raw_data(), options); return;
+      case ConvDirection::kForward:
+        dnnl.forward(dtype, p, a.raw_data(), b.raw_data(), bias_data, out.raw_data(), options,
+                     addend != nullptr ? addend->raw_data() : nullptr);
+        return;
       case ConvDirection::kBackwardData: dnnl.backward_data(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
       case ConvDirection::kBackwardWeights: dnnl.backward_weights(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
     }
@@ -48,7 +53,9 @@ void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p
   if (dtype == DType::kFloat16) {
     Tensor wide_bias = bias != nullptr ? widen(*bias) : Tensor();
     Tensor wide_out = Tensor::uninitialized(DType::kFloat32, out.sizes());
-    run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out, options);
+    Tensor wide_addend = addend != nullptr ? widen(*addend) : Tensor();
+    run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out, options,
+                  addend != nullptr ? &wide_addend : nullptr);
     cast_elements(DType::kFloat32, wide_out.raw_data(), DType::kFloat16, out.raw_data(), out.num_elements());
     return;
   }
@@ -58,6 +65,11 @@ void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p
       switch (direction) {
         case ConvDirection::kForward:
           conv_forward_direct<T>(p, a.data<T>(), b.data<T>(), bias != nullptr ? bias->data<T>() : nullptr, out.data<T>());
+          if (addend != nullptr) {
+            T* y = out.data<T>();
+            const T* z = addend->data<T>();
+            for (int64_t i = 0; i < out.num_elements(); ++i) y[i] += z[i];
+          }
           apply_activation(out, options.activation);
           return;
         case ConvDirection::kBackwardData: conv_backward_data_direct<T>(p, a.data<T>(), b.data<T>(), out.data<T>()); return;
@@ -137,6 +149,7 @@ class ConvKernel final : public OpKernel {
     if (fused) {
       options_.activation = FusedActivation::from_node(node);
       options_.channels_last = conv_layout_is_channels_last(node);
+      options_.sum = node.num_inputs() > 3 && node.input(3) != nullptr;
     }
     options_.constant_weights = node.num_inputs() > 1 && node.input(1) != nullptr && node.input(1)->is_constant();
   }
@@ -159,15 +172,27 @@ class ConvKernel final : public OpKernel {
     }
     bool empty = is_empty(x.sizes()) || is_empty(w.sizes()) || is_empty(y_sizes);
     if (last) y_sizes = channels_last(y_sizes);
+    const Tensor* addend = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    if (addend != nullptr && addend->sizes() != y_sizes) {
+      ctx.fail("the addend Z has shape " + format_sizes(addend->sizes()) + "; expected the output's " + format_sizes(y_sizes));
+    }
     Tensor& y = ctx.allocate_output(0, x.dtype(), y_sizes,
                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (empty) {
       if (bias != nullptr && y.num_elements() > 0) add_channel_bias(y, *bias, last);
+      if (addend != nullptr && y.num_elements() > 0) {
+        Tensor copy = addend->clone();
+        dispatch_dtype(y.dtype(), [&]<typename T>() {
+          if constexpr (!std::is_same_v<T, bool>) {
+            for (int64_t i = 0; i < y.num_elements(); ++i) y.data<T>()[i] = store<T>(load(y.data<T>()[i]) + load(copy.data<T>()[i]));
+          }
+        });
+      }
       if (y.num_elements() > 0) apply_activation(y, options_.activation);
       return;
     }
     if (forward) {
-      run_direction(dnnl_, ConvDirection::kForward, p, x, w, bias, y, options_);
+      run_direction(dnnl_, ConvDirection::kForward, p, x, w, bias, y, options_, addend);
     } else {
       run_direction(dnnl_, ConvDirection::kBackwardData, p, x, w, nullptr, y);
       if (bias != nullptr) add_channel_bias(y, *bias);

@@ -149,10 +149,12 @@ void register_conv_schemas(OpRegistry& registry) {
   // activation in one kernel (a oneDNN post-op), on channels-first or
   // channels-last data. Inference only: no gradient rule.
   OpSchema fused = conv("FusedConv", ConvKind::kForward,
-                        "Conv followed by its activation (attributes activation, activation_alpha, activation_beta: "
-                        "see FusedActivation), in one pass over the output; layout NCHW or NHWC (channels last: X "
+                        "activation(Conv(X, W, B) + Z): Conv, an optional addend Z shaped like Y (a residual), then "
+                        "an activation (attributes activation, activation_alpha, activation_beta: see "
+                        "FusedActivation), in one pass over the output; layout NCHW or NHWC (channels last: X "
                         "[N, spatial..., C], Y [N, spatial..., K])");
-  fused.gradient(GradientFn())
+  fused.input("Z", "T", Arity::kOptional)
+      .gradient(GradientFn())
       .attr("activation", AttrType::kString, Attribute("None"))
       .attr("activation_alpha", AttrType::kFloat, Attribute(0.0))
       .attr("activation_beta", AttrType::kFloat, Attribute(0.0))
@@ -165,7 +167,17 @@ void register_conv_schemas(OpRegistry& registry) {
         bool last = conv_layout_is_channels_last(ctx.node());
         TensorType y = conv_output_type(ctx, ConvKind::kForward, last ? channels_first(*x) : *x, *w);
         check_bias(ctx, y);
-        ctx.set_output_type(0, last ? channels_last(y) : y);
+        if (last) y = channels_last(y);
+        const TensorType* z = ctx.input_type(3);
+        bool z_fits = z == nullptr || !z->shape.has_rank() || !y.shape.has_rank() || z->shape.rank() == y.shape.rank();
+        for (int64_t i = 0; z_fits && z != nullptr && z->shape.has_rank() && i < z->shape.rank(); ++i) {
+          const Dim &a = z->shape[static_cast<size_t>(i)], &b = y.shape[static_cast<size_t>(i)];
+          z_fits = !(a.is_static() && b.is_static() && a.size() != b.size());
+        }
+        if (!z_fits) {
+          ctx.fail("the addend Z " + z->shape.to_string() + " must have the output's shape " + y.shape.to_string());
+        }
+        ctx.set_output_type(0, y);
       });
   registry.add(std::move(fused));
   registry.add(conv("ConvTranspose", ConvKind::kTranspose,

@@ -2,6 +2,7 @@
 
 #include <dnnl.hpp>
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -120,6 +121,7 @@ struct Cached {
   std::mutex packed_mutex;
   const void* packed_source = nullptr;
   std::optional<memory> packed_weights;
+  std::optional<dnnl::reorder> addend_to_wanted;  // forward with a sum post-op on a blocked output
 };
 
 dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const ConvProblem& p, bool with_bias,
@@ -142,7 +144,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const ConvP
 struct DnnlConv::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
-  using Key = std::tuple<Direction, DType, bool, int, float, float, bool, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
+  using Key = std::tuple<Direction, DType, bool, int, float, float, bool, bool, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>>;
   std::map<Key, std::shared_ptr<Cached>> cache;
@@ -150,7 +152,7 @@ struct DnnlConv::Impl {
   std::shared_ptr<Cached> get(Direction direction, DType dtype, const ConvProblem& p, bool with_bias,
                               const ConvForwardOptions& options) {
     const FusedActivation& act = options.activation;
-    Key key{direction, dtype, with_bias, static_cast<int>(act.kind), act.alpha, act.beta, options.channels_last, p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
+    Key key{direction, dtype, with_bias, static_cast<int>(act.kind), act.alpha, act.beta, options.channels_last, options.sum, p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
             p.kernel, p.strides, p.dilations, p.pads_begin, p.pads_end};
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(key);
@@ -165,12 +167,14 @@ struct DnnlConv::Impl {
     Descs d = plain_descs(dtype, p, options.channels_last);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // Post-ops run in order: the residual sum first, then the activation.
+    dnnl::post_ops ops;
+    if (options.sum) ops.append_sum(1.0f);
     if (!options.activation.none()) {
-      dnnl::post_ops ops;
       auto [algorithm, alpha, beta] = eltwise_post_op(options.activation);
       ops.append_eltwise(1.0f, algorithm, alpha, beta);
-      attr.set_post_ops(ops);
     }
+    if (ops.len() > 0) attr.set_post_ops(ops);
     memory::dims strides = spatial(p.strides, p.spatial_rank), dilates = spatial(p.dilations, p.spatial_rank, 1);
     memory::dims pl = spatial(p.pads_begin, p.spatial_rank), pr = spatial(p.pads_end, p.spatial_rank);
     if (direction == Direction::kForward) {
@@ -179,8 +183,13 @@ struct DnnlConv::Impl {
                                                   {Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine),
                                                    Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
                                                   Operand(DNNL_ARG_DST, d.out, pd.dst_desc(), true, engine),
-                                                  std::nullopt, {}, {}, {}, nullptr, std::nullopt});
+                                                  std::nullopt, {}, {}, {}, nullptr, std::nullopt, std::nullopt});
       if (with_bias) c->bias = d.bias;
+      // The sum post-op adds what the destination holds: the addend goes
+      // there first, reordered when the primitive's layout is not the plain one.
+      if (options.sum && c->output.to_plain) {
+        c->addend_to_wanted = dnnl::reorder(dnnl::reorder::primitive_desc(engine, d.out, engine, pd.dst_desc()));
+      }
       return c;
     }
     dnnl::primitive_attr plain_attr;
@@ -193,7 +202,7 @@ struct DnnlConv::Impl {
                                                 {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
                                                  Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
                                                 Operand(DNNL_ARG_DIFF_SRC, d.in, pd.diff_src_desc(), true, engine),
-                                                std::nullopt, {}, {}, {}, nullptr, std::nullopt});
+                                                std::nullopt, {}, {}, {}, nullptr, std::nullopt, std::nullopt});
     }
     dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, any_like(d.in),
                                                   any_like(d.weight), any_like(d.out), strides, dilates, pl, pr);
@@ -202,7 +211,7 @@ struct DnnlConv::Impl {
                                               {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
                                                Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine)},
                                               Operand(DNNL_ARG_DIFF_WEIGHTS, d.weight, pd.diff_weights_desc(), true, engine),
-                                              std::nullopt, {}, {}, {}, nullptr, std::nullopt});
+                                              std::nullopt, {}, {}, {}, nullptr, std::nullopt, std::nullopt});
   }
 
   // The weights in the primitive's layout, reordered once per source tensor.
@@ -220,7 +229,7 @@ struct DnnlConv::Impl {
   }
 
   void run(Direction direction, DType dtype, const ConvProblem& p, const void* a, const void* b, const void* bias,
-           void* result, const ConvForwardOptions& options = {}) {
+           void* result, const ConvForwardOptions& options = {}, const void* addend = nullptr) {
     std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr, options);
     std::unique_lock<std::mutex> own_buffers(c->buffers_busy, std::try_to_lock);
     std::vector<memory> local;
@@ -251,6 +260,14 @@ struct DnnlConv::Impl {
     if (c->bias) args.emplace(DNNL_ARG_BIAS, memory(*c->bias, engine, const_cast<void*>(bias)));
     memory user_out(c->output.plain, engine, result);
     memory out = c->output.to_plain ? buffers[c->inputs.size()] : user_out;
+    if (options.sum) {
+      if (c->addend_to_wanted) {
+        memory user_addend(c->output.plain, engine, const_cast<void*>(addend));
+        c->addend_to_wanted->execute(stream, user_addend, out);
+      } else if (addend != result) {
+        std::memcpy(result, addend, c->output.plain.get_size());
+      }
+    }
     args.emplace(c->output.arg, out);
     args.emplace(DNNL_ARG_SCRATCHPAD, buffers.back());
     c->primitive.execute(stream, args);
@@ -274,8 +291,9 @@ void guarded(const char* what, Fn&& fn) {
 }  // namespace
 
 void DnnlConv::forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias,
-                       void* out, const ConvForwardOptions& options) {
-  guarded("forward", [&] { impl_->run(Direction::kForward, dtype, p, in, weight, bias, out, options); });
+                       void* out, const ConvForwardOptions& options, const void* addend) {
+  if (options.sum && addend == nullptr) throw Error(ErrorKind::kInternal, "a sum convolution needs its addend");
+  guarded("forward", [&] { impl_->run(Direction::kForward, dtype, p, in, weight, bias, out, options, addend); });
 }
 
 void DnnlConv::backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in) {

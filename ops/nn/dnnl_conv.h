@@ -28,6 +28,9 @@ struct ConvForwardOptions {
   // they are reordered into the primitive's layout once and kept; a
   // different weight pointer is packed again.
   bool constant_weights = false;
+  // out = activation(conv + bias + addend): the forward call passes the
+  // addend, a tensor shaped like out (a residual), added by a sum post-op.
+  bool sum = false;
 };
 
 class DnnlConv {
@@ -39,8 +42,9 @@ class DnnlConv {
 
   static bool supports(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kBFloat16; }
 
+  // `addend` (options.sum only) may be `out` itself.
   void forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias, void* out,
-               const ConvForwardOptions& options = {});
+               const ConvForwardOptions& options = {}, const void* addend = nullptr);
   void backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in);
   void backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in, void* d_weight);
 

@@ -189,6 +189,7 @@ class TransposeKernel final : public OpKernel {
     const size_t rank = sizes.size();
     const int64_t inner = sizes.back();
     const int64_t inner_stride = strides.back();
+    if (inner_stride != 1 && tiled(in, out, sizes, strides)) return;
     const int64_t rows = y.num_elements() / inner;
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(inner, 1)), [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
@@ -201,6 +202,50 @@ class TransposeKernel final : public OpKernel {
         for (int64_t i = 0; i < inner; ++i) dst[i] = in[offset + i * inner_stride];
       }
     });
+  }
+
+  // When the input's innermost axis is output axis j other than the last,
+  // the plain gather reads with a large stride: a batch of 2-D transposes
+  // between axis j and the last one, done in 16x16 tiles so reads and writes
+  // both stay in cache lines (NCHW <-> NHWC around channels-last convs).
+  template <typename Word>
+  static bool tiled(const Word* in, Word* out, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+    const size_t rank = sizes.size();
+    size_t j = rank;
+    for (size_t axis = 0; axis + 1 < rank; ++axis) {
+      if (strides[axis] == 1 && sizes[axis] > 1) j = axis;
+    }
+    if (j == rank) return false;
+    std::vector<int64_t> out_strides(rank, 1);
+    for (size_t axis = rank - 1; axis-- > 0;) out_strides[axis] = out_strides[axis + 1] * sizes[axis + 1];
+    constexpr int64_t kTile = 16;
+    const int64_t inner = sizes.back(), inner_stride = strides.back(), along = sizes[j], out_stride_j = out_strides[j];
+    const int64_t tiles_j = (along + kTile - 1) / kTile;
+    int64_t outer = 1;
+    for (size_t axis = 0; axis + 1 < rank; ++axis) outer *= axis == j ? 1 : sizes[axis];
+    parallel_for(outer * tiles_j, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t job = begin; job < end; ++job) {
+        int64_t rest = job / tiles_j, a0 = (job % tiles_j) * kTile;
+        int64_t in_base = 0, out_base = 0;
+        for (size_t axis = rank - 1; axis-- > 0;) {
+          if (axis == j) continue;
+          int64_t index = rest % sizes[axis];
+          rest /= sizes[axis];
+          in_base += index * strides[axis];
+          out_base += index * out_strides[axis];
+        }
+        const int64_t a1 = std::min(along, a0 + kTile);
+        for (int64_t b0 = 0; b0 < inner; b0 += kTile) {
+          const int64_t b1 = std::min(inner, b0 + kTile);
+          for (int64_t a = a0; a < a1; ++a) {
+            Word* dst = out + out_base + a * out_stride_j;
+            const Word* src = in + in_base + a;
+            for (int64_t b = b0; b < b1; ++b) dst[b] = src[b * inner_stride];
+          }
+        }
+      }
+    });
+    return true;
   }
 
   std::vector<int64_t> perm_;

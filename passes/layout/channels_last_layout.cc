@@ -209,6 +209,9 @@ bool convertible(const Node& node) {
   const TensorType& x = node.input(0)->type();
   DType dtype = x.dtype;
   if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) return false;
+  if (node.num_inputs() > 3 && node.input(3) != nullptr && !(node.input(3)->type().shape == node.output(0)->type().shape)) {
+    return false;
+  }
   return x.shape.has_rank() && x.shape.rank() >= 3 && x.shape.rank() <= 5 && node.output(0)->type().shape.has_rank();
 }
 
@@ -228,6 +231,7 @@ bool ChannelsLastLayout::run(Graph& graph, PassContext& context) {
     if (!attributes.count("activation")) attributes["activation"] = Attribute("None");
     std::vector<Value*> inputs = conv->inputs();
     inputs[0] = to_channels_last(graph, x, rank, conv->device());
+    if (inputs.size() > 3 && inputs[3] != nullptr) inputs[3] = to_channels_last(graph, inputs[3], rank, conv->device());  // the addend
     Node* fused = graph.add_node("FusedConv", inputs, 1, attributes, graph.unique_name(conv->name() + "_nhwc"));
     if (conv->device()) fused->set_device(*conv->device());
     fused->output(0)->set_type(permuted(y->type(), to_last_perm(rank)));

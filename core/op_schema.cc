@@ -124,6 +124,17 @@ OpSchema& OpSchema::gradient(GradientFn fn) {
   return *this;
 }
 
+OpSchema& OpSchema::inplace_input(size_t index) {
+  inplace_input_ = index;
+  return *this;
+}
+
+std::optional<size_t> OpSchema::inplace_input() const {
+  if (inplace_input_) return inplace_input_;
+  if (has(OpTrait::kElementwise) && has(OpTrait::kInplaceable)) return 0;
+  return std::nullopt;
+}
+
 OpSchema& OpSchema::doc(std::string text) {
   doc_ = std::move(text);
   return *this;

@@ -140,6 +140,11 @@ class OpSchema {
   OpSchema& infer(ShapeInferenceFn fn);
   OpSchema& gradient(GradientFn fn);
   OpSchema& doc(std::string text);
+  // Output 0 may be written over input `index`'s buffer when the node is
+  // that input's last reader, for an op that reads each element of it only
+  // to produce the same element of the output (FusedConv's addend). Ops with
+  // kElementwise | kInplaceable need not say so: theirs is input 0.
+  OpSchema& inplace_input(size_t index);
 
   const std::string& name() const { return name_; }
   const std::string& domain() const { return domain_; }
@@ -154,6 +159,7 @@ class OpSchema {
   const GradientFn& gradient_rule() const { return gradient_; }
   bool differentiable() const { return static_cast<bool>(gradient_); }
   const std::string& documentation() const { return doc_; }
+  std::optional<size_t> inplace_input() const;
 
   // Input/output counts the schema allows (max is SIZE_MAX when variadic).
   size_t min_inputs() const;
@@ -172,6 +178,7 @@ class OpSchema {
   std::map<std::string, std::vector<DType>> constraints_;
   std::vector<AttributeSpec> attributes_;
   OpTrait traits_ = OpTrait::kNone;
+  std::optional<size_t> inplace_input_;
   ShapeInferenceFn inference_;
   GradientFn gradient_;
   std::string doc_;

@@ -117,14 +117,23 @@ MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpReg
   }
 
   MemoryPlan plan;
-  // In place: an elementwise op's output over its input 0 when the op is the
-  // input's last reader (every other reader happens before it).
+  // In place: an op's output 0 over the input its schema names (input 0 of
+  // an elementwise op) when the op is the input's last reader (every other
+  // reader happens before it) and reads that value through no other input.
   std::unordered_map<const Value*, bool> in_place;
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const Node* node = schedule.steps[i].node;
-    if (!has(registry, node, OpTrait::kInplaceable) || !has(registry, node, OpTrait::kElementwise)) continue;
-    if (node->num_inputs() == 0 || node->num_outputs() == 0 || node->input(0) == nullptr || node->output(0) == nullptr) continue;
-    auto in_it = buffer_of.find(node->input(0));
+    const OpSchema* schema = registry.find(node->op_type(), node->domain());
+    std::optional<size_t> index = schema != nullptr ? schema->inplace_input() : std::nullopt;
+    if (!index || node->num_inputs() <= *index || node->num_outputs() == 0 || node->input(*index) == nullptr ||
+        node->output(0) == nullptr) {
+      continue;
+    }
+    const Value* source = node->input(*index);
+    bool read_twice = false;
+    for (size_t k = 0; k < node->num_inputs(); ++k) read_twice = read_twice || (k != *index && node->input(k) == source);
+    if (read_twice && *index != 0) continue;
+    auto in_it = buffer_of.find(source);
     auto out_it = buffer_of.find(node->output(0));
     if (in_it == buffer_of.end() || out_it == buffer_of.end() || in_it->second < 0 || out_it->second < 0) continue;
     Buffer& in = buffers[in_it->second];

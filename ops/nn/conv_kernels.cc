@@ -6,6 +6,7 @@
 #include "core/half.h"
 #include "ops/cast/cast.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/nn/channels_last.h"
 #include "ops/nn/dnnl_conv.h"
 #include "ops/threading.h"
 
@@ -131,16 +132,6 @@ void check_same_dtype(const KernelContext& ctx, DType dtype) {
   }
 }
 
-// Sizes [N, C, spatial...] <-> [N, spatial..., C].
-std::vector<int64_t> channels_first(std::vector<int64_t> sizes) {
-  if (sizes.size() >= 3) std::rotate(sizes.begin() + 1, sizes.end() - 1, sizes.end());
-  return sizes;
-}
-std::vector<int64_t> channels_last(std::vector<int64_t> sizes) {
-  if (sizes.size() >= 3) std::rotate(sizes.begin() + 1, sizes.begin() + 2, sizes.end());
-  return sizes;
-}
-
 // Conv (kForward), ConvTranspose (kTranspose) and FusedConv (kForward with
 // an activation, and channels-first or channels-last data).
 class ConvKernel final : public OpKernel {
@@ -162,7 +153,7 @@ class ConvKernel final : public OpKernel {
     if (last && !DnnlConv::supports(x.dtype()) && x.dtype() != DType::kFloat16) {
       ctx.fail("layout NHWC needs f32, bf16 or f16 data, not " + std::string(dtype_name(x.dtype())));
     }
-    ConvProblem p = conv_problem(ctx.node(), kind_, last ? channels_first(x.sizes()) : x.sizes(), w.sizes());
+    ConvProblem p = conv_problem(ctx.node(), kind_, last ? channels_first_order(x.sizes()) : x.sizes(), w.sizes());
     bool forward = kind_ == ConvKind::kForward;
     std::vector<int64_t> y_sizes = forward ? p.out_sizes() : p.in_sizes();
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -171,7 +162,7 @@ class ConvKernel final : public OpKernel {
                "], one value per output channel");
     }
     bool empty = is_empty(x.sizes()) || is_empty(w.sizes()) || is_empty(y_sizes);
-    if (last) y_sizes = channels_last(y_sizes);
+    if (last) y_sizes = channels_last_order(y_sizes);
     const Tensor* addend = ctx.has_input(3) ? &ctx.input(3) : nullptr;
     if (addend != nullptr && addend->sizes() != y_sizes) {
       ctx.fail("the addend Z has shape " + format_sizes(addend->sizes()) + "; expected the output's " + format_sizes(y_sizes));

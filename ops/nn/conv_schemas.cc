@@ -1,9 +1,9 @@
 #include "ops/nn/conv_schemas.h"
 
-#include <algorithm>
 
 #include "core/graph.h"
 #include "ops/elementwise/fused_activation.h"
+#include "ops/nn/channels_last.h"
 #include "ops/nn/conv_problem.h"
 #include "ops/shape_inference.h"
 
@@ -48,20 +48,6 @@ TensorType conv_output_type(InferenceContext& ctx, ConvKind kind, const TensorTy
     for (int64_t i = 1; i < rank; ++i) dims[static_cast<size_t>(i)] = fresh(i);
   }
   return {x.dtype, Shape(std::move(dims))};
-}
-
-// The type with its last axis moved to axis 1 (channels_first) or back.
-TensorType channels_first(TensorType t) {
-  if (!t.shape.has_rank() || t.shape.rank() < 3) return t;
-  std::vector<Dim> dims = t.shape.dims();
-  std::rotate(dims.begin() + 1, dims.end() - 1, dims.end());
-  return {t.dtype, Shape(std::move(dims))};
-}
-TensorType channels_last(TensorType t) {
-  if (!t.shape.has_rank() || t.shape.rank() < 3) return t;
-  std::vector<Dim> dims = t.shape.dims();
-  std::rotate(dims.begin() + 1, dims.begin() + 2, dims.end());
-  return {t.dtype, Shape(std::move(dims))};
 }
 
 void check_bias(InferenceContext& ctx, const TensorType& y) {
@@ -154,6 +140,7 @@ void register_conv_schemas(OpRegistry& registry) {
                         "FusedActivation), in one pass over the output; layout NCHW or NHWC (channels last: X "
                         "[N, spatial..., C], Y [N, spatial..., K])");
   fused.input("Z", "T", Arity::kOptional)
+      .inplace_input(3)  // the sum post-op adds Y onto Z where it lies
       .gradient(GradientFn())
       .attr("activation", AttrType::kString, Attribute("None"))
       .attr("activation_alpha", AttrType::kFloat, Attribute(0.0))
@@ -165,9 +152,9 @@ void register_conv_schemas(OpRegistry& registry) {
         if (x == nullptr || w == nullptr) return;
         FusedActivation::from_node(ctx.node());  // rejects an unknown activation at verification
         bool last = conv_layout_is_channels_last(ctx.node());
-        TensorType y = conv_output_type(ctx, ConvKind::kForward, last ? channels_first(*x) : *x, *w);
+        TensorType y = conv_output_type(ctx, ConvKind::kForward, last ? TensorType{x->dtype, channels_first_order(x->shape)} : *x, *w);
         check_bias(ctx, y);
-        if (last) y = channels_last(y);
+        if (last) y.shape = channels_last_order(y.shape);
         const TensorType* z = ctx.input_type(3);
         bool z_fits = z == nullptr || !z->shape.has_rank() || !y.shape.has_rank() || z->shape.rank() == y.shape.rank();
         for (int64_t i = 0; z_fits && z != nullptr && z->shape.has_rank() && i < z->shape.rank(); ++i) {

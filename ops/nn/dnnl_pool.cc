@@ -25,15 +25,26 @@ memory::dims dims_of(const std::array<int64_t, 3>& values, size_t rank, int64_t 
   return dims;
 }
 
-// Plain [N, C, spatial...] of the problem's input or output.
-memory::desc plain_desc(const ConvProblem& p, DType dtype, bool output) {
+// Plain [N, C, spatial...] of the problem's input or output, or
+// [N, spatial..., C] in memory when channels_last (dims stay N, C, spatial).
+memory::desc plain_desc(const ConvProblem& p, DType dtype, bool output, bool channels_last) {
   memory::dims dims = output ? p.out_sizes() : p.in_sizes();
   memory::dims strides(dims.size(), 1);
+  if (channels_last) {
+    // Memory order N, spatial..., C: C is innermost, then the last spatial axis.
+    int64_t stride = dims[1];
+    for (size_t a = dims.size(); a-- > 2;) {
+      strides[a] = stride;
+      stride *= dims[a];
+    }
+    strides[0] = stride;
+    return memory::desc(dims, dtype == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32, strides);
+  }
   for (size_t a = dims.size() - 1; a-- > 0;) strides[a] = strides[a + 1] * dims[a + 1];
   return memory::desc(dims, dtype == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32, strides);
 }
 
-using Key = std::tuple<DType, bool, bool, int64_t, int64_t, size_t, std::array<int64_t, 3>, std::array<int64_t, 3>,
+using Key = std::tuple<DType, bool, bool, bool, int64_t, int64_t, size_t, std::array<int64_t, 3>, std::array<int64_t, 3>,
                        std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
                        std::array<int64_t, 3>>;
 
@@ -44,8 +55,9 @@ struct DnnlPool::Impl {
   std::mutex mutex;
   std::map<Key, std::shared_ptr<dnnl::pooling_v2_forward>> primitives;
 
-  std::shared_ptr<dnnl::pooling_v2_forward> primitive(DType dtype, const ConvProblem& p, bool max, bool include_pad) {
-    Key key{dtype, max, include_pad, p.batch, p.in_channels, p.spatial_rank, p.in, p.out, p.kernel, p.strides,
+  std::shared_ptr<dnnl::pooling_v2_forward> primitive(DType dtype, const ConvProblem& p, bool max, bool include_pad,
+                                                     bool channels_last) {
+    Key key{dtype, max, include_pad, channels_last, p.batch, p.in_channels, p.spatial_rank, p.in, p.out, p.kernel, p.strides,
             p.dilations, p.pads_begin, p.pads_end};
     std::lock_guard<std::mutex> lock(mutex);
     auto found = primitives.find(key);
@@ -57,8 +69,8 @@ struct DnnlPool::Impl {
                                               : dnnl::algorithm::pooling_avg_exclude_padding;
     size_t rank = p.spatial_rank;
     // oneDNN counts dilation from 0 (no gaps); ONNX from 1.
-    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, plain_desc(p, dtype, false),
-                                        plain_desc(p, dtype, true), dims_of(p.strides, rank), dims_of(p.kernel, rank),
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, plain_desc(p, dtype, false, channels_last),
+                                        plain_desc(p, dtype, true, channels_last), dims_of(p.strides, rank), dims_of(p.kernel, rank),
                                         dims_of(p.dilations, rank, 1), dims_of(p.pads_begin, rank), dims_of(pads_end, rank));
     auto created = std::make_shared<dnnl::pooling_v2_forward>(dnnl::pooling_v2_forward::primitive_desc(desc, engine));
     primitives.emplace(key, created);
@@ -82,11 +94,12 @@ bool DnnlPool::supports(DType dtype, const ConvProblem& p, bool max, bool includ
   return true;
 }
 
-void DnnlPool::forward(DType dtype, const ConvProblem& p, bool max, bool include_pad, const void* in, void* out) {
-  std::shared_ptr<dnnl::pooling_v2_forward> pool = impl_->primitive(dtype, p, max, include_pad);
+void DnnlPool::forward(DType dtype, const ConvProblem& p, bool max, bool include_pad, const void* in, void* out,
+                       bool channels_last) {
+  std::shared_ptr<dnnl::pooling_v2_forward> pool = impl_->primitive(dtype, p, max, include_pad, channels_last);
   dnnl::stream stream(impl_->engine);
-  memory src(plain_desc(p, dtype, false), impl_->engine, const_cast<void*>(in));
-  memory dst(plain_desc(p, dtype, true), impl_->engine, out);
+  memory src(plain_desc(p, dtype, false, channels_last), impl_->engine, const_cast<void*>(in));
+  memory dst(plain_desc(p, dtype, true, channels_last), impl_->engine, out);
   pool->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   stream.wait();
 }

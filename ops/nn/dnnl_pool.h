@@ -26,7 +26,9 @@ class DnnlPool {
   DnnlPool& operator=(const DnnlPool&) = delete;
 
   static bool supports(DType dtype, const ConvProblem& p, bool max, bool include_pad);
-  void forward(DType dtype, const ConvProblem& p, bool max, bool include_pad, const void* in, void* out);
+  // channels_last: in and out are [N, spatial..., C] in memory (ChannelsLastPool).
+  void forward(DType dtype, const ConvProblem& p, bool max, bool include_pad, const void* in, void* out,
+               bool channels_last = false);
 
  private:
   struct Impl;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/nn/channels_last.h"
 #include "ops/nn/dnnl_pool.h"
 #include "ops/nn/pool_problem.h"
 #include "ops/threading.h"
@@ -162,6 +163,32 @@ class AveragePoolKernel final : public OpKernel {
   }
 
  private:
+  bool include_pad_;
+  DnnlPool dnnl_;
+};
+
+// ChannelsLastPool: MaxPool or AveragePool on [N, spatial..., C], through
+// oneDNN only (the channels_last_layout pass makes it only for problems
+// oneDNN supports).
+class ChannelsLastPoolKernel final : public OpKernel {
+ public:
+  explicit ChannelsLastPoolKernel(const Node& node)
+      : max_((node.has_attr("mode") ? node.attr("mode").s() : "max") == "max"), include_pad_(count_include_pad(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    ConvProblem p = pool_problem(ctx.node(), channels_first_order(x.sizes()));
+    Tensor& y = ctx.allocate_output(0, x.dtype(), channels_last_order(p.out_sizes()), KernelContext::Fill::kUninitialized);
+    if (y.num_elements() == 0) return;
+    if (!DnnlPool::supports(x.dtype(), p, max_, include_pad_)) {
+      ctx.fail("oneDNN has no pooling for this window on " + x.type_string() +
+               "; run the channels-first MaxPool/AveragePool instead");
+    }
+    dnnl_.forward(x.dtype(), p, max_, include_pad_, x.raw_data(), y.raw_data(), /*channels_last=*/true);
+  }
+
+ private:
+  bool max_;
   bool include_pad_;
   DnnlPool dnnl_;
 };
@@ -428,6 +455,8 @@ class GlobalPoolKernel final : public OpKernel {
 void register_pool_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
   registry.add("MaxPool", DeviceType::kCpu, types, [](const Node& node) { return std::make_unique<MaxPoolKernel>(node); });
+  registry.add("ChannelsLastPool", DeviceType::kCpu, {DType::kFloat32, DType::kBFloat16},
+               [](const Node& node) { return std::make_unique<ChannelsLastPoolKernel>(node); });
   registry.add("AveragePool", DeviceType::kCpu, types,
                [](const Node& node) { return std::make_unique<AveragePoolKernel>(node); });
   registry.add("MaxPoolGrad", DeviceType::kCpu, types,

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "ops/nn/channels_last.h"
 #include "ops/nn/pool_problem.h"
 #include "ops/shape_inference.h"
 
@@ -120,6 +121,24 @@ void register_pool_schemas(OpRegistry& registry) {
       .gradient(window_gradient("AveragePoolGrad"))
       .doc("mean over each window; padding counts only when count_include_pad=1");
   registry.add(std::move(average_pool));
+
+  // What the channels_last_layout pass makes of a MaxPool or AveragePool
+  // inside a channels-last conv chain. Inference only.
+  OpSchema channels_last_pool("ChannelsLastPool");
+  channels_last_pool.input("X", "T").output("Y", "T").type_constraint("T", {DType::kFloat32, DType::kBFloat16});
+  window_attributes(channels_last_pool)
+      .attr("mode", AttrType::kString, Attribute("max"))
+      .attr("count_include_pad", AttrType::kInt, Attribute(int64_t{0}))
+      .infer([](InferenceContext& ctx) {
+        const TensorType* x = ctx.input_type(0);
+        if (x == nullptr) return;
+        std::string mode = ctx.attr("mode").s();
+        if (mode != "max" && mode != "average") ctx.fail("mode '" + mode + "' is not max or average");
+        ctx.set_output_type(0, {x->dtype, channels_last_order(pooled_shape(ctx, channels_first_order(x->shape)))});
+      })
+      .doc("MaxPool (mode max) or AveragePool (mode average) of X [N, spatial..., C] (channels last), "
+           "giving Y [N, spatial out..., C]; f32 and bf16 through oneDNN");
+  registry.add(std::move(channels_last_pool));
 
   registry.add(pool_backward("MaxPoolGrad", "gradient of MaxPool: dY goes to the first maximum of each window"));
   registry.add(pool_backward("AveragePoolGrad", "gradient of AveragePool: dY spread evenly over each window"));

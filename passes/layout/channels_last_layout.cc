@@ -1,8 +1,12 @@
 #include "passes/layout/channels_last_layout.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
 #include "ops/nn/conv_problem.h"
+#include "ops/nn/dnnl_pool.h"
+#include "ops/nn/pool_problem.h"
 #include "passes/graph_match.h"
 #include "passes/rewrite_rule.h"
 
@@ -191,6 +195,108 @@ class SinkTransposeRule final : public RewriteRule {
   std::vector<std::string> ops_;
 };
 
+// The channels-first input transpose of `op` (its input 0), when there is one.
+Node* channels_first_input(const Node& op) {
+  if (op.num_inputs() == 0 || op.input(0) == nullptr) return nullptr;
+  Node* producer = op.input(0)->producer();
+  return is_channels_first_transpose(producer) ? producer : nullptr;
+}
+
+// Replaces `op` by `channels_last_op` (reading channels-last data, made by
+// the caller) followed by a back-Transpose to channels-first.
+void finish_sinking(Node& op, Node* channels_last_op, int64_t rank, Rewriter& rw) {
+  if (op.device()) channels_last_op->set_device(*op.device());
+  channels_last_op->output(0)->set_type(permuted(op.output(0)->type(), to_last_perm(rank)));
+  Node* back = add_transpose(rw.graph(), channels_last_op->output(0), to_first_perm(rank), op.name() + "_to_nchw", op.device());
+  rw.replace(op, back->output(0));
+}
+
+// MaxPool / AveragePool of a back-Transpose -> ChannelsLastPool, when oneDNN
+// supports the window (checked on the static shape, batch 1 for a symbolic one).
+class SinkTransposeThroughPoolRule final : public RewriteRule {
+ public:
+  std::string name() const override { return "sink_transpose_through_pool"; }
+  std::vector<std::string> root_ops() const override { return {"MaxPool", "AveragePool"}; }
+  bool apply(Node& pool, Rewriter& rw) override {
+    Node* transpose = channels_first_input(pool);
+    if (transpose == nullptr || pool.num_outputs() != 1 || rw.context().registry().find("ChannelsLastPool") == nullptr) return false;
+    const TensorType& x = pool.input(0)->type();
+    if (x.dtype != DType::kFloat32 && x.dtype != DType::kBFloat16) return false;
+    std::vector<int64_t> sizes;
+    for (size_t i = 0; i < x.shape.dims().size(); ++i) {
+      const Dim& dim = x.shape[i];
+      if (!dim.is_static() && i != 0) return false;
+      sizes.push_back(dim.is_static() ? dim.size() : 1);
+    }
+    bool max = pool.op_type() == "MaxPool";
+    bool include_pad = pool.has_attr("count_include_pad") && pool.attr("count_include_pad").i() != 0;
+    try {
+      if (sizes.empty() || sizes[0] == 0 || !DnnlPool::supports(x.dtype, pool_problem(pool, sizes), max, include_pad)) return false;
+    } catch (const Error&) {
+      return false;  // attributes the verifier will name
+    }
+    std::map<std::string, Attribute> attributes = pool.attributes();
+    attributes.erase("storage_order");
+    attributes["mode"] = Attribute(max ? "max" : "average");
+    auto rank = static_cast<int64_t>(sizes.size());
+    Node* moved = rw.graph().add_node("ChannelsLastPool", {transpose->input(0)}, 1, attributes,
+                                      rw.graph().unique_name(pool.name() + "_nhwc"));
+    finish_sinking(pool, moved, rank, rw);
+    return true;
+  }
+};
+
+// GlobalAveragePool / GlobalMaxPool of a back-Transpose -> ReduceMean /
+// ReduceMax over the spatial axes of the channels-last data.
+class SinkTransposeThroughGlobalPoolRule final : public RewriteRule {
+ public:
+  std::string name() const override { return "sink_transpose_through_global_pool"; }
+  std::vector<std::string> root_ops() const override { return {"GlobalAveragePool", "GlobalMaxPool"}; }
+  bool apply(Node& pool, Rewriter& rw) override {
+    Node* transpose = channels_first_input(pool);
+    if (transpose == nullptr) return false;
+    auto rank = static_cast<int64_t>(perm_of(*transpose).size());
+    std::vector<int64_t> axes;
+    for (int64_t i = 1; i + 1 < rank; ++i) axes.push_back(i);
+    Node* moved = rw.graph().add_node(pool.op_type() == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax",
+                                      {transpose->input(0)}, 1,
+                                      {{"axes", Attribute(axes)}, {"keepdims", Attribute(int64_t{1})}},
+                                      rw.graph().unique_name(pool.name() + "_nhwc"));
+    finish_sinking(pool, moved, rank, rw);
+    return true;
+  }
+};
+
+// Concat of back-Transposes (all of them) -> Concat on the channels-last
+// axis that the concatenated axis became.
+class SinkTransposeThroughConcatRule final : public RewriteRule {
+ public:
+  std::string name() const override { return "sink_transpose_through_concat"; }
+  std::vector<std::string> root_ops() const override { return {"Concat"}; }
+  bool apply(Node& concat, Rewriter& rw) override {
+    std::vector<Value*> inputs;
+    int64_t rank = 0;
+    for (Value* input : concat.inputs()) {
+      Node* producer = input != nullptr ? input->producer() : nullptr;
+      if (!is_channels_first_transpose(producer)) return false;
+      auto r = static_cast<int64_t>(perm_of(*producer).size());
+      if (rank != 0 && r != rank) return false;
+      rank = r;
+      inputs.push_back(producer->input(0));
+    }
+    if (inputs.empty() || !concat.has_attr("axis")) return false;
+    int64_t axis = concat.attr("axis").i();
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+    std::vector<int64_t> to_last = to_last_perm(rank);
+    int64_t moved_axis = std::find(to_last.begin(), to_last.end(), axis) - to_last.begin();
+    Node* moved = rw.graph().add_node("Concat", inputs, 1, {{"axis", Attribute(moved_axis)}},
+                                      rw.graph().unique_name(concat.name() + "_nhwc"));
+    finish_sinking(concat, moved, rank, rw);
+    return true;
+  }
+};
+
 // The elementwise ops of the registry: the roots the sinking rule starts from.
 std::vector<std::string> elementwise_ops(const PassContext& context) {
   std::vector<std::string> ops;
@@ -245,6 +351,9 @@ bool ChannelsLastLayout::run(Graph& graph, PassContext& context) {
                        std::vector<std::unique_ptr<RewriteRule>> rules;
                        rules.push_back(std::make_unique<TransposePairRule>());
                        rules.push_back(std::make_unique<SinkTransposeRule>(elementwise_ops(context)));
+                       rules.push_back(std::make_unique<SinkTransposeThroughPoolRule>());
+                       rules.push_back(std::make_unique<SinkTransposeThroughGlobalPoolRule>());
+                       rules.push_back(std::make_unique<SinkTransposeThroughConcatRule>());
                        return rules;
                      }(),
                      /*max_sweeps=*/64);

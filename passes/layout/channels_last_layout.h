@@ -5,10 +5,12 @@
 // Each f32/bf16 Conv or FusedConv with constant weights becomes a FusedConv
 // with layout NHWC between two Transposes (to channels-last before it, back
 // after it). Local rules then move the back-Transposes below elementwise ops
-// (Relu, Add of two such values, Add of a per-channel constant, ...), and
-// cancel each Transpose pair that meets, so Transposes remain only where
-// channels-first data enters or leaves the conv chain (the network's input,
-// a pooling or reshape the rules do not cross).
+// (Relu, Add of two such values, Add of a per-channel constant, ...),
+// Concat (onto the moved axis), MaxPool/AveragePool (into ChannelsLastPool,
+// where oneDNN has the window) and global pools (into ReduceMean/ReduceMax
+// over the spatial axes), and cancel each Transpose pair that meets, so
+// Transposes remain only where channels-first data enters or leaves the conv
+// chain (the network's input, a Flatten or Reshape the rules do not cross).
 //
 //   weir::ChannelsLastLayout layout;
 //   layout.run(graph, ctx);   // after the conv fusions: a FusedConv keeps its activation

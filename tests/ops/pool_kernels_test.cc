@@ -143,6 +143,49 @@ TEST(PoolKernels, MaxAndAveragePoolMatchTheReference) {
   }
 }
 
+// ChannelsLastPool on the same data transposed to [N, spatial..., C], for
+// every case oneDNN has a window for (the others are refused by name).
+TEST(PoolKernels, ChannelsLastPoolMatchesTheReference) {
+  uint32_t seed = 40;
+  int compared = 0;
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    for (const Case& c : kCases) {
+      if (c.x[0] == 0) continue;
+      Tensor x = make_tensor(dtype, random_values(dtype, count_of(c.x), seed++), c.x);
+      Reference r = reference(c, to_doubles(x));
+      std::vector<int64_t> to_last = {0}, to_first = {0, static_cast<int64_t>(c.x.size()) - 1};
+      for (size_t a = 2; a < c.x.size(); ++a) to_last.push_back(static_cast<int64_t>(a));
+      to_last.push_back(1);
+      for (size_t a = 1; a + 1 < c.x.size(); ++a) to_first.push_back(static_cast<int64_t>(a));
+      Tensor x_last = run_op("Transpose", {x}, {{"perm", Attribute(to_last)}})[0];
+      for (const char* mode : {"max", "average"}) {
+        for (bool include_pad : {false, true}) {
+          if (std::string(mode) == "max" && include_pad) continue;
+          std::map<std::string, Attribute> attrs = c.attrs;
+          attrs["mode"] = Attribute(mode);
+          attrs["count_include_pad"] = Attribute(int64_t{include_pad ? 1 : 0});
+          std::vector<Tensor> y;
+          try {
+            y = run_op("ChannelsLastPool", {x_last}, attrs);
+          } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("oneDNN has no pooling"), std::string::npos) << e.what();
+            continue;
+          }
+          Tensor y_first = run_op("Transpose", {y[0]}, {{"perm", Attribute(to_first)}})[0];
+          ASSERT_EQ(y_first.sizes(), r.sizes) << format_sizes(c.x);
+          std::vector<double> got = to_doubles(y_first);
+          const std::vector<double>& expected = std::string(mode) == "max" ? r.max : include_pad ? r.average_with_pad : r.average;
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_NEAR(got[i], expected[i], tolerance(dtype) * 4) << mode << " " << format_sizes(c.x) << " " << i;
+          }
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GE(compared, 20) << "most cases have a oneDNN window";
+}
+
 TEST(PoolKernels, ColumnMajorIndicesAndAutoPad) {
   Tensor x = make_tensor(DType::kFloat32, random_values(DType::kFloat32, 2 * 5 * 4, 8), {1, 2, 5, 4});
   std::map<std::string, Attribute> attrs = {{"kernel_shape", ints({2, 2})}};

@@ -15,6 +15,8 @@
 #include "passes/layout/channels_last_layout.h"
 #include "passes/pass_manager.h"
 #include "passes/rewrite_rule.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
 #include "tests/test_util.h"
 
 namespace weir {
@@ -154,7 +156,9 @@ TEST(ConvResidualFusion, AddsTheResidualInsideTheConv) {
         PassContext ctx;
         EXPECT_TRUE(make_pass("conv_residual_fusion")->run(*fused, ctx));
         EXPECT_TRUE(ConvActivationFusion().run(*fused, ctx));
-        if (layout) EXPECT_TRUE(ChannelsLastLayout().run(*fused, ctx));
+        if (layout) {
+          EXPECT_TRUE(ChannelsLastLayout().run(*fused, ctx));
+        }
         finish(*fused);
         EXPECT_EQ(count_ops(*fused, "Add"), 0);
         EXPECT_EQ(count_ops(*fused, "Relu"), 0);
@@ -226,15 +230,50 @@ TEST(ChannelsLastLayout, RunsConvsChannelsLastWithTransposesOnlyAtTheBoundaries)
   EXPECT_EQ(count_ops(*optimized, "Conv"), 0);
   EXPECT_EQ(count_ops(*optimized, "FusedConv"), 4);
   for (const Node* node : optimized->nodes()) {
-    if (node->op_type() == "FusedConv") EXPECT_EQ(node->attr("layout").s(), "NHWC") << node->name();
+    if (node->op_type() == "FusedConv") {
+      EXPECT_EQ(node->attr("layout").s(), "NHWC") << node->name();
+    }
   }
-  // Into the stem; out of it and back in around the first max-pool (the
-  // shortcut reuses that one); the same around the second; before the
-  // global pool.
-  EXPECT_EQ(count_ops(*optimized, "Transpose"), 6);
+  // Into the stem, and out after the global pool: the max-pools become
+  // ChannelsLastPool and the global pool a ReduceMean over H and W.
+  EXPECT_EQ(count_ops(*optimized, "Transpose"), 2);
+  EXPECT_EQ(count_ops(*optimized, "ChannelsLastPool"), 2);
+  EXPECT_EQ(count_ops(*optimized, "ReduceMean"), 1);
   Tensor x = random_tensor(DType::kFloat32, {2, 3, 16, 16}, 9, 0.0f, 1.0f);
   Tensor before = evaluate_graph(*g, {{"x", x}})[0], after = evaluate_graph(*optimized, {{"x", x}})[0];
   EXPECT_LT(max_relative_difference(before, after), 1e-5);
+}
+
+// A SqueezeNet fire module: squeeze 1x1, then 1x1 and 3x3 expands
+// concatenated on the channel axis, then a ceil-mode max-pool. The Concat
+// moves to the channels-last axis, so no Transpose sits inside the module.
+TEST(ChannelsLastLayout, ConcatOfChannelsMovesToTheLastAxis) {
+  auto g = std::make_unique<Graph>("fire");
+  const DType f = DType::kFloat32;
+  Value* x = g->add_input("x", {f, Shape{1, 6, 11, 11}});
+  auto conv = [&](Value* in, int64_t k, int64_t c, int64_t kernel, uint32_t seed) {
+    int64_t pad = kernel / 2;
+    Value* w = g->add_constant(g->unique_name("w"), random_tensor(f, {k, c, kernel, kernel}, seed, -0.5f, 0.5f));
+    Value* y = g->add_node("Conv", {in, w}, 1, {{"pads", Attribute(Ints{pad, pad, pad, pad})}})->output(0);
+    return g->add_node("Relu", {y})->output(0);
+  };
+  Value* squeeze = conv(x, 4, 6, 1, 1);
+  Value* both = g->add_node("Concat", {conv(squeeze, 5, 4, 1, 2), conv(squeeze, 3, 4, 3, 3)}, 1, {{"axis", Attribute(int64_t{1})}})->output(0);
+  Value* pooled = g->add_node("MaxPool", {both}, 1, {{"kernel_shape", Attribute(Ints{3, 3})}, {"strides", Attribute(Ints{2, 2})},
+                                                     {"ceil_mode", Attribute(int64_t{1})}})->output(0);
+  g->add_output(conv(pooled, 2, 8, 1, 4));
+  finish(*g);
+  auto optimized = g->clone();
+  PassContext ctx;
+  inference_pipeline(3)->run(*optimized, ctx);
+  EXPECT_EQ(count_ops(*optimized, "Transpose"), 2) << "into the squeeze conv, out of the last conv";
+  for (const Node* node : optimized->nodes()) {
+    if (node->op_type() == "Concat") {
+      EXPECT_EQ(node->attr("axis").i(), 3);
+    }
+  }
+  Tensor input = random_tensor(f, {1, 6, 11, 11}, 5);
+  EXPECT_LT(max_relative_difference(evaluate_graph(*g, {{"x", input}})[0], evaluate_graph(*optimized, {{"x", input}})[0]), 1e-5);
 }
 
 TEST(ChannelsLastLayout, LeavesWeightsThatChangeAndOtherDtypesAlone) {
@@ -261,6 +300,33 @@ TEST(ChannelsLastLayout, InTheInferencePipeline) {
   EXPECT_EQ(count_ops(*optimized, "Add"), 0) << "the residual Add is the conv's sum post-op";
   Tensor x = random_tensor(DType::kFloat32, {2, 3, 16, 16}, 10, 0.0f, 1.0f);
   EXPECT_LT(max_relative_difference(evaluate_graph(*g, {{"x", x}})[0], evaluate_graph(*optimized, {{"x", x}})[0]), 1e-5);
+}
+
+// Compiled at level 3 with static shapes, the memory planner writes each
+// residual FusedConv's output over its addend Z (FusedConv's in-place
+// input); the session's outputs match the unoptimized graph.
+TEST(ChannelsLastLayout, CompiledPlanRunsTheResidualInPlace) {
+  auto g = small_conv_net();
+  CompileOptions options;
+  options.opt_level = 3;
+  std::shared_ptr<const Plan> plan = compile(*g, options);
+  int residual = 0;
+  for (const Node* node : plan->graph().nodes()) {
+    if (node->op_type() != "FusedConv" || node->num_inputs() < 4 || node->input(3) == nullptr) continue;
+    ++residual;
+    const BufferSlot* z = plan->memory().find(node->input(3));
+    const BufferSlot* y = plan->memory().find(node->output(0));
+    ASSERT_NE(z, nullptr);
+    ASSERT_NE(y, nullptr);
+    EXPECT_EQ(z->offset, y->offset) << node->name();
+    EXPECT_TRUE(y->in_place);
+  }
+  EXPECT_EQ(residual, 1);
+  Session session(plan);
+  for (uint32_t seed : {11u, 12u}) {
+    Tensor x = random_tensor(DType::kFloat32, {2, 3, 16, 16}, seed, 0.0f, 1.0f);
+    EXPECT_LT(max_relative_difference(evaluate_graph(*g, {{"x", x}})[0], session.run({{"x", x}})[0]), 1e-5);
+  }
 }
 
 // Two rules feeding each other under one driver: Neg(Neg(x)) -> x, and

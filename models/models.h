@@ -41,6 +41,26 @@ struct ResnetConfig {
 // He et al. 2016: 7x7/2 stem, max-pool, four stages, global average pool, fc.
 Var resnet(GraphBuilder& b, Var x, const ResnetConfig& config);
 
+struct MobilenetConfig {
+  int64_t in_channels = 3;
+  int64_t classes = 1000;
+  bool training = true;
+};
+// MobileNetV2 (Sandler et al. 2018), width 1.0: a 3x3/2 stem, 17 inverted
+// residual blocks (1x1 expand, 3x3 depthwise, 1x1 linear projection; ReLU6),
+// a 1x1 head to 1280 channels, global average pool, dropout 0.2, fc.
+Var mobilenet_v2(GraphBuilder& b, Var x, const MobilenetConfig& config);
+
+struct SqueezenetConfig {
+  int64_t in_channels = 3;
+  int64_t classes = 1000;
+  bool training = true;
+};
+// SqueezeNet 1.1 (Iandola et al. 2016): a 3x3/2 stem, eight fire modules
+// (1x1 squeeze, 1x1 and 3x3 expands concatenated) between ceil-mode
+// max-pools, dropout 0.5, a 1x1 conv classifier and a global average pool.
+Var squeezenet(GraphBuilder& b, Var x, const SqueezenetConfig& config);
+
 struct BertConfig {
   int64_t layers = 2;
   int64_t hidden = 128;

@@ -6,7 +6,7 @@
 
 namespace weir::models {
 
-std::vector<std::string> zoo_names() { return {"mlp", "lenet", "resnet18", "resnet50", "bert"}; }
+std::vector<std::string> zoo_names() { return {"mlp", "lenet", "resnet18", "resnet50", "mobilenet_v2", "squeezenet", "bert"}; }
 
 ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool training, const ZooOptions& options) {
   ClassifierGraph result;
@@ -42,6 +42,10 @@ ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool tr
     logits = resnet(b, features,
                     {.depth = name == "resnet18" ? 18 : 50, .in_channels = options.in_channels, .classes = options.classes,
                      .base_width = options.resnet_width, .training = training});
+  } else if (name == "mobilenet_v2") {
+    logits = mobilenet_v2(b, features, {.in_channels = options.in_channels, .classes = options.classes, .training = training});
+  } else if (name == "squeezenet") {
+    logits = squeezenet(b, features, {.in_channels = options.in_channels, .classes = options.classes, .training = training});
   } else {
     logits = bert(b, x,
                   {.layers = options.layers, .hidden = options.hidden, .heads = options.heads, .vocab = options.vocab,

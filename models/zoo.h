@@ -1,5 +1,5 @@
 // The zoo by name, as whole classifier graphs: "mlp", "lenet", "resnet18",
-// "resnet50", "bert".
+// "resnet50", "mobilenet_v2", "squeezenet", "bert".
 //
 //   weir::models::ClassifierGraph train = weir::models::build_classifier("lenet", /*batch=*/64, /*training=*/true);
 //   // inputs "x" and "labels", output "loss" (mean softmax cross-entropy)

@@ -9,6 +9,7 @@
 #include "passes/fusion/gelu_fusion.h"
 #include "passes/fusion/layer_norm_fusion.h"
 #include "passes/fusion/matmul_add_to_gemm.h"
+#include "passes/fusion/matmul_fusion.h"
 #include "passes/layout/channels_last_layout.h"
 #include "passes/simplify/common_subexpression_elimination.h"
 #include "passes/simplify/constant_folding.h"
@@ -81,6 +82,7 @@ const std::vector<Registered>& registered() {
       {"gelu_fusion", 2, [] { return std::unique_ptr<Pass>(new GeluFusion()); }},
       {"layer_norm_fusion", 2, [] { return std::unique_ptr<Pass>(new LayerNormFusion()); }},
       {"channels_last_layout", 3, [] { return std::unique_ptr<Pass>(new ChannelsLastLayout()); }},
+      {"matmul_fusion", 3, [] { return std::unique_ptr<Pass>(new MatMulFusion()); }},
       {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},
       {"dead_code_elimination", 1, [] { return std::unique_ptr<Pass>(new DeadCodeElimination()); }},
   };

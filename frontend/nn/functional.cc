@@ -13,11 +13,12 @@ Var unary(const char* op_type, Var x, std::map<std::string, Attribute> attribute
 
 Attribute ints_attr(std::vector<int64_t> values) { return Attribute(std::move(values)); }
 
-Var pool(const char* op_type, Var x, int64_t kernel, int64_t stride, int64_t padding) {
-  return unary(op_type, x,
-               {{"kernel_shape", ints_attr({kernel, kernel})},
-                {"strides", ints_attr({stride, stride})},
-                {"pads", ints_attr({padding, padding, padding, padding})}});
+Var pool(const char* op_type, Var x, int64_t kernel, int64_t stride, int64_t padding, bool ceil_mode = false) {
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", ints_attr({kernel, kernel})},
+                                            {"strides", ints_attr({stride, stride})},
+                                            {"pads", ints_attr({padding, padding, padding, padding})}};
+  if (ceil_mode) attrs["ceil_mode"] = Attribute(int64_t{1});
+  return unary(op_type, x, attrs);
 }
 
 }  // namespace
@@ -31,6 +32,11 @@ Var relu(Var x) { return unary("Relu", x); }
 Var gelu(Var x) { return unary("Gelu", x); }
 Var tanh(Var x) { return unary("Tanh", x); }
 Var sigmoid(Var x) { return unary("Sigmoid", x); }
+Var relu6(Var x) {
+  GraphBuilder* b = x.builder();
+  if (b == nullptr) return {};
+  return b->op("Clip", {x, b->scalar(0.0, x.type().dtype), b->scalar(6.0, x.type().dtype)});
+}
 Var softmax(Var x, int64_t axis) { return unary("Softmax", x, {{"axis", Attribute(axis)}}); }
 Var log_softmax(Var x, int64_t axis) { return unary("LogSoftmax", x, {{"axis", Attribute(axis)}}); }
 
@@ -47,8 +53,8 @@ Var concat(const std::vector<Var>& xs, int64_t axis) {
   return xs.front().builder()->op("Concat", xs, {{"axis", Attribute(axis)}});
 }
 
-Var max_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding) {
-  return pool("MaxPool", x, kernel, stride, padding);
+Var max_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding, bool ceil_mode) {
+  return pool("MaxPool", x, kernel, stride, padding, ceil_mode);
 }
 Var avg_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding) {
   return pool("AveragePool", x, kernel, stride, padding);

@@ -19,6 +19,7 @@ Var relu(Var x);
 Var gelu(Var x);
 Var tanh(Var x);
 Var sigmoid(Var x);
+Var relu6(Var x);  // min(max(x, 0), 6): Clip with constant bounds
 Var softmax(Var x, int64_t axis = -1);
 Var log_softmax(Var x, int64_t axis = -1);
 
@@ -27,7 +28,8 @@ Var flatten(Var x, int64_t axis = 1);                   // to 2-D: [prod(dims < 
 Var transpose(Var x, const std::vector<int64_t>& perm);
 Var concat(const std::vector<Var>& xs, int64_t axis);
 
-Var max_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding = 0);
+// ceil_mode: a last, partial window where the stride leaves one (SqueezeNet's pools).
+Var max_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding = 0, bool ceil_mode = false);
 Var avg_pool2d(Var x, int64_t kernel, int64_t stride, int64_t padding = 0);
 Var global_avg_pool(Var x);  // [N,C,H,W] -> [N,C,1,1]
 

@@ -25,14 +25,17 @@ Var Linear::operator()(Var x) const {
 
 Conv2d::Conv2d(GraphBuilder& b, const std::string& name, Conv2dOptions opts) : options(opts) {
   auto scope = b.scope(name);
-  if (opts.in_channels <= 0 || opts.out_channels <= 0 || opts.kernel <= 0 || opts.stride <= 0 || opts.padding < 0) {
-    b.fail(ErrorKind::kInvalidArgument, "Conv2d '" + b.scoped("") + "': channels, kernel and stride must be positive "
-                                                                     "and padding non-negative");
+  if (opts.in_channels <= 0 || opts.out_channels <= 0 || opts.kernel <= 0 || opts.stride <= 0 || opts.padding < 0 ||
+      opts.groups <= 0 || opts.in_channels % opts.groups != 0 || opts.out_channels % opts.groups != 0) {
+    b.fail(ErrorKind::kInvalidArgument, "Conv2d '" + b.scoped("") + "': channels, kernel, stride and groups must be "
+                                                                     "positive, padding non-negative, and both channel "
+                                                                     "counts divisible by groups");
     return;
   }
-  int64_t fan_in = opts.in_channels * opts.kernel * opts.kernel;
+  const int64_t group_in = opts.in_channels / opts.groups;
+  int64_t fan_in = group_in * opts.kernel * opts.kernel;
   weight = b.parameter("weight",
-                       init::kaiming_uniform({opts.out_channels, opts.in_channels, opts.kernel, opts.kernel}, fan_in, b.rng()));
+                       init::kaiming_uniform({opts.out_channels, group_in, opts.kernel, opts.kernel}, fan_in, b.rng()));
   if (opts.bias) bias = b.parameter("bias", init::kaiming_uniform({opts.out_channels}, fan_in, b.rng()));
 }
 
@@ -43,6 +46,7 @@ Var Conv2d::operator()(Var x) const {
   std::map<std::string, Attribute> attrs = {{"kernel_shape", Attribute(std::vector<int64_t>{k, k})},
                                             {"strides", Attribute(std::vector<int64_t>{s, s})},
                                             {"pads", Attribute(std::vector<int64_t>{p, p, p, p})}};
+  if (options.groups != 1) attrs["group"] = Attribute(options.groups);
   return bias.valid() ? b->op("Conv", {x, weight, bias}, attrs) : b->op("Conv", {x, weight}, attrs);
 }
 

@@ -33,9 +33,10 @@ struct Conv2dOptions {
   int64_t stride = 1;
   int64_t padding = 0;
   bool bias = true;
+  int64_t groups = 1;  // in and out channels split into this many groups (in_channels: depthwise)
 };
 
-// NCHW convolution, W: [out, in, k, k]. Kaiming-uniform like Linear.
+// NCHW convolution, W: [out, in / groups, k, k]. Kaiming-uniform like Linear.
 class Conv2d {
  public:
   Conv2d(GraphBuilder& b, const std::string& name, Conv2dOptions options);

@@ -2,6 +2,8 @@
 
 #include <dnnl.hpp>
 
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"
@@ -30,33 +32,96 @@ memory::desc matrix_desc(DType dtype, int64_t batch, int64_t rows, int64_t cols,
 
 }  // namespace
 
+// The oneDNN eltwise algorithm and its (alpha, beta) for a fused activation.
+std::tuple<dnnl::algorithm, float, float> eltwise_of(const FusedActivation& act) {
+  using K = FusedActivation::Kind;
+  using A = dnnl::algorithm;
+  switch (act.kind) {
+    case K::kRelu: return {A::eltwise_relu, 0.0f, 0.0f};
+    case K::kLeakyRelu: return {A::eltwise_relu, act.alpha, 0.0f};
+    case K::kClip: return {A::eltwise_clip, act.alpha, act.beta};
+    case K::kSigmoid: return {A::eltwise_logistic, 0.0f, 0.0f};
+    case K::kTanh: return {A::eltwise_tanh, 0.0f, 0.0f};
+    case K::kSilu: return {A::eltwise_swish, 1.0f, 0.0f};
+    case K::kGelu: return {A::eltwise_gelu_erf, 0.0f, 0.0f};
+    case K::kGeluTanh: return {A::eltwise_gelu_tanh, 0.0f, 0.0f};
+    case K::kNone: break;
+  }
+  throw Error(ErrorKind::kInternal, "no oneDNN post-op for activation None");
+}
+
+// One cached primitive, and B packed into its preferred layout when B is constant.
+struct CachedMatmul {
+  std::shared_ptr<dnnl::matmul> primitive;
+  memory::desc b_wanted;
+  std::mutex packed_mutex;
+  const void* packed_source = nullptr;
+  std::optional<memory> packed_b;
+};
+
 struct DnnlMatmul::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
-  std::map<decltype(MatmulProblem().key()), std::shared_ptr<dnnl::matmul>> primitives;
+  std::map<decltype(MatmulProblem().key()), std::shared_ptr<CachedMatmul>> primitives;
 
-  std::shared_ptr<dnnl::matmul> primitive(const MatmulProblem& p) {
+  std::shared_ptr<CachedMatmul> primitive(const MatmulProblem& p) {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = primitives.find(p.key());
     if (found != primitives.end()) return found->second;
-    dnnl::matmul::desc desc(matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a),
-                            matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b),
-                            matrix_desc(p.dtype, p.batch, p.m, p.n, false));
+    memory::desc b_plain = matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b);
+    memory::desc b_desc = p.constant_b ? memory::desc(b_plain.dims(), b_plain.data_type(), memory::format_tag::any) : b_plain;
+    memory::desc a_desc = matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a);
+    memory::desc c_desc = matrix_desc(p.dtype, p.batch, p.m, p.n, false);
     dnnl::primitive_attr attr;
     if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
-    auto created = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(desc, attr, engine));
+    if (!p.activation.none()) {
+      dnnl::post_ops ops;
+      auto [algorithm, alpha, beta] = eltwise_of(p.activation);
+      ops.append_eltwise(1.0f, algorithm, alpha, beta);
+      attr.set_post_ops(ops);
+    }
+    std::optional<dnnl::matmul::primitive_desc> pd;
+    if (p.bias) {
+      memory::desc bias_desc({1, 1, p.n}, dnnl_type(p.dtype), memory::format_tag::abc);
+      pd.emplace(dnnl::matmul::desc(a_desc, b_desc, bias_desc, c_desc), attr, engine);
+    } else {
+      pd.emplace(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr, engine);
+    }
+    auto created = std::make_shared<CachedMatmul>();
+    created->primitive = std::make_shared<dnnl::matmul>(*pd);
+    created->b_wanted = pd->weights_desc();
     primitives.emplace(p.key(), created);
     return created;
   }
 
-  void execute(const MatmulProblem& p, const void* a, const void* b, void* c) {
-    std::shared_ptr<dnnl::matmul> matmul = primitive(p);
+  // B in the primitive's layout, reordered once per source pointer.
+  memory packed_b(CachedMatmul& c, const MatmulProblem& p, const void* b, dnnl::stream& stream) {
+    std::lock_guard<std::mutex> lock(c.packed_mutex);
+    if (!c.packed_b || c.packed_source != b) {
+      memory user(matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), engine, const_cast<void*>(b));
+      memory packed(c.b_wanted, engine);
+      dnnl::reorder(user, packed).execute(stream, user, packed);
+      stream.wait();
+      c.packed_b = packed;
+      c.packed_source = b;
+    }
+    return *c.packed_b;
+  }
+
+  void execute(const MatmulProblem& p, const void* a, const void* b, void* c, const void* bias) {
+    std::shared_ptr<CachedMatmul> cached = primitive(p);
     // A stream per call: streams are cheap on the CPU and not shared across threads.
     dnnl::stream stream(engine);
     memory a_mem(matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a), engine, const_cast<void*>(a));
-    memory b_mem(matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), engine, const_cast<void*>(b));
+    memory b_mem = p.constant_b ? packed_b(*cached, p, b, stream)
+                                : memory(matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), engine, const_cast<void*>(b));
     memory c_mem(matrix_desc(p.dtype, p.batch, p.m, p.n, false), engine, c);
-    matmul->execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+    if (p.bias) {
+      args.emplace(DNNL_ARG_BIAS, memory(memory::desc({1, 1, p.n}, dnnl_type(p.dtype), memory::format_tag::abc), engine,
+                                         const_cast<void*>(bias)));
+    }
+    cached->primitive->execute(stream, args);
     stream.wait();
   }
 };
@@ -68,12 +133,13 @@ bool DnnlMatmul::supports(DType dtype) {
   return dtype == DType::kFloat32 || dtype == DType::kBFloat16 || dtype == DType::kFloat16;
 }
 
-void DnnlMatmul::run(const MatmulProblem& problem, const void* a, const void* b, void* c) {
+void DnnlMatmul::run(const MatmulProblem& problem, const void* a, const void* b, void* c, const void* bias) {
+  if (problem.bias && bias == nullptr) throw Error(ErrorKind::kInternal, "a matmul with bias needs the bias");
   // Empty products leave C as allocated: zeros, the sum over an empty k.
   if (problem.batch == 0 || problem.m == 0 || problem.n == 0 || problem.k == 0) return;
   try {
     if (problem.dtype != DType::kFloat16) {
-      impl_->execute(problem, a, b, c);
+      impl_->execute(problem, a, b, c, bias);
       return;
     }
     // f16: widen to f32, multiply, narrow the result.
@@ -86,9 +152,11 @@ void DnnlMatmul::run(const MatmulProblem& problem, const void* a, const void* b,
     std::vector<float> wide_a = widen(a, problem.batch * problem.m * problem.k);
     std::vector<float> wide_b = widen(b, problem.batch * problem.k * problem.n);
     std::vector<float> wide_c(static_cast<size_t>(problem.batch * problem.m * problem.n));
+    std::vector<float> wide_bias = problem.bias ? widen(bias, problem.n) : std::vector<float>();
     MatmulProblem f32 = problem;
     f32.dtype = DType::kFloat32;
-    impl_->execute(f32, wide_a.data(), wide_b.data(), wide_c.data());
+    f32.constant_b = false;  // the widened copy is new on every call
+    impl_->execute(f32, wide_a.data(), wide_b.data(), wide_c.data(), problem.bias ? wide_bias.data() : nullptr);
     auto* out = static_cast<Float16*>(c);
     for (size_t i = 0; i < wide_c.size(); ++i) out[i] = Float16(wide_c[i]);
   } catch (const dnnl::error& e) {

@@ -3,6 +3,7 @@
 //   DnnlMatmul matmul;
 //   // C[b] = alpha * op(A[b]) * op(B[b]) for b < batch; row-major, contiguous.
 //   matmul.run({.dtype = DType::kFloat32, .batch = 1, .m = 64, .k = 128, .n = 32}, a, b, c);
+//   matmul.run({..., .bias = true, .activation = gelu, .constant_b = true}, a, w, c, bias);  // FusedMatMul
 //
 // oneDNN builds a primitive (it picks and JIT-compiles a kernel for the
 // shape and CPU) once per distinct problem; later runs reuse it. The cache is
@@ -18,6 +19,7 @@
 #include <tuple>
 
 #include "core/dtype.h"
+#include "ops/elementwise/fused_activation.h"
 
 namespace weir {
 
@@ -28,8 +30,19 @@ struct MatmulProblem {
   bool transpose_a = false;  // A stored as [k, m]
   bool transpose_b = false;  // B stored as [n, k]
   float alpha = 1.0f;
+  // FusedMatMul: C = activation(alpha * op(A) op(B) + bias[n]), the bias and
+  // the activation applied by the primitive (a bias argument and an eltwise
+  // post-op).
+  bool bias = false;
+  FusedActivation activation{};
+  // B never changes while the DnnlMatmul lives (a graph constant): it is
+  // reordered once into the layout the primitive prefers, and kept.
+  bool constant_b = false;
 
-  auto key() const { return std::make_tuple(dtype, batch, m, k, n, transpose_a, transpose_b, alpha); }
+  auto key() const {
+    return std::make_tuple(dtype, batch, m, k, n, transpose_a, transpose_b, alpha, bias,
+                           static_cast<int>(activation.kind), activation.alpha, activation.beta, constant_b);
+  }
 };
 
 class DnnlMatmul {
@@ -41,7 +54,8 @@ class DnnlMatmul {
 
   // True for dtypes oneDNN computes here (f32, bf16, f16 via f32).
   static bool supports(DType dtype);
-  void run(const MatmulProblem& problem, const void* a, const void* b, void* c);
+  // `bias` ([n], C's dtype) is read when problem.bias.
+  void run(const MatmulProblem& problem, const void* a, const void* b, void* c, const void* bias = nullptr);
 
  private:
   struct Impl;

@@ -1,5 +1,7 @@
 #include "ops/linalg/linalg_schemas.h"
 
+#include "ops/elementwise/fused_activation.h"
+
 #include "core/error.h"
 #include "core/graph.h"
 #include "ops/gradient_util.h"
@@ -188,6 +190,47 @@ void register_linalg_schemas(OpRegistry& registry) {
       .gradient(gemm_gradient)
       .doc("Y = alpha * op(A) * op(B) + beta * C, op transposing when transA/transB is set");
   registry.add(std::move(gemm));
+
+  // What the matmul_fusion pass makes: a MatMul with a 2-D right operand,
+  // its bias and an activation, in one oneDNN primitive. Inference only.
+  OpSchema fused("FusedMatMul");
+  fused.input("A", "T")
+      .input("B", "T")
+      .input("bias", "T", Arity::kOptional)
+      .output("Y", "T")
+      .type_constraint("T", {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16})
+      .attr("activation", AttrType::kString, Attribute("None"))
+      .attr("activation_alpha", AttrType::kFloat, Attribute(0.0))
+      .attr("activation_beta", AttrType::kFloat, Attribute(0.0))
+      .infer([](InferenceContext& ctx) {
+        const TensorType* a = ctx.input_type(0);
+        const TensorType* b = ctx.input_type(1);
+        if (a == nullptr || b == nullptr) return;
+        FusedActivation::from_node(ctx.node());  // rejects an unknown activation at verification
+        if (!a->shape.has_rank() || !b->shape.has_rank()) {
+          ctx.set_output_type(0, {a->dtype, Shape::unknown_rank()});
+          return;
+        }
+        if (a->shape.rank() < 2 || b->shape.rank() != 2) {
+          ctx.fail("A " + a->shape.to_string() + " must be [..., M, K] and B " + b->shape.to_string() + " [K, N]");
+        }
+        const Dim& ka = a->shape[static_cast<size_t>(a->shape.rank() - 1)];
+        if (ka.is_static() && b->shape[0].is_static() && ka.size() != b->shape[0].size()) {
+          ctx.fail("inner dimensions differ: A " + a->shape.to_string() + ", B " + b->shape.to_string());
+        }
+        const TensorType* bias = ctx.input_type(2);
+        if (bias != nullptr && bias->shape.has_rank() &&
+            (bias->shape.rank() != 1 || (bias->shape[0].is_static() && b->shape[1].is_static() &&
+                                         bias->shape[0].size() != b->shape[1].size()))) {
+          ctx.fail("bias " + bias->shape.to_string() + " must be [N] for B " + b->shape.to_string());
+        }
+        std::vector<Dim> dims = a->shape.dims();
+        dims.back() = b->shape[1];
+        ctx.set_output_type(0, {a->dtype, Shape(std::move(dims))});
+      })
+      .doc("activation(A B + bias): A [..., M, K], B [K, N], bias [N]; attributes activation, activation_alpha, "
+           "activation_beta as FusedConv's");
+  registry.add(std::move(fused));
 }
 
 }  // namespace weir

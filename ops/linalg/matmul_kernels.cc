@@ -1,5 +1,6 @@
 #include "ops/linalg/matmul_kernels.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "ops/dtype_dispatch.h"
@@ -179,6 +180,60 @@ class GemmKernel final : public OpKernel {
   DnnlMatmul matmul_;
 };
 
+// FusedMatMul: activation(A B + bias), A's batch folded into its rows.
+class FusedMatMulKernel final : public OpKernel {
+ public:
+  explicit FusedMatMulKernel(const Node& node)
+      : activation_(FusedActivation::from_node(node)),
+        constant_b_(node.num_inputs() > 1 && node.input(1) != nullptr && node.input(1)->is_constant()) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    if (a.rank() < 2 || b.rank() != 2 || a.dtype() != b.dtype() || (bias != nullptr && bias->dtype() != a.dtype())) {
+      ctx.fail("needs A [..., M, K] and B [K, N] of one dtype, got " + a.type_string() + " and " + b.type_string());
+    }
+    MatmulProblem p{.dtype = a.dtype(), .m = product(a.sizes()) / std::max<int64_t>(a.sizes().back(), 1),
+                    .k = a.sizes().back(), .n = b.sizes()[1]};
+    if (a.sizes().back() == 0) p.m = product(std::vector<int64_t>(a.sizes().begin(), a.sizes().end() - 1));
+    if (b.sizes()[0] != p.k) ctx.fail("inner dimensions differ: " + a.type_string() + " x " + b.type_string());
+    if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != p.n)) {
+      ctx.fail("bias " + bias->type_string() + " must be [" + std::to_string(p.n) + "]");
+    }
+    std::vector<int64_t> out_sizes = a.sizes();
+    out_sizes.back() = p.n;
+    Tensor& out = ctx.allocate_output(0, a.dtype(), out_sizes, KernelContext::Fill::kZeros);
+    if (p.m == 0 || p.n == 0) return;
+    if (DnnlMatmul::supports(p.dtype) && p.k > 0) {
+      p.bias = bias != nullptr;
+      p.activation = activation_;
+      p.constant_b = constant_b_;
+      matmul_.run(p, a.raw_data(), b.raw_data(), out.raw_data(), bias != nullptr ? bias->raw_data() : nullptr);
+      return;
+    }
+    if (p.k > 0) run_matmul(matmul_, p, a.raw_data(), b.raw_data(), out.raw_data());
+    dispatch_dtype(p.dtype, [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        T* y = out.data<T>();
+        const T* pb = bias != nullptr ? bias->data<T>() : nullptr;
+        for (int64_t i = 0; i < p.m; ++i) {
+          for (int64_t j = 0; j < p.n; ++j) {
+            ComputeType<T> v = load(y[i * p.n + j]);
+            if (pb != nullptr) v = v + load(pb[j]);
+            y[i * p.n + j] = store<T>(activation_.apply(v));
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  FusedActivation activation_;
+  bool constant_b_;
+  DnnlMatmul matmul_;
+};
+
 }  // namespace
 
 void register_matmul_cpu_kernels(KernelRegistry& registry) {
@@ -186,6 +241,8 @@ void register_matmul_cpu_kernels(KernelRegistry& registry) {
                                     DType::kInt32,   DType::kInt64};
   registry.add("MatMul", DeviceType::kCpu, types, [](const Node&) { return std::make_unique<MatMulKernel>(); });
   registry.add("Gemm", DeviceType::kCpu, types, [](const Node& node) { return std::make_unique<GemmKernel>(node); });
+  registry.add("FusedMatMul", DeviceType::kCpu, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16},
+               [](const Node& node) { return std::make_unique<FusedMatMulKernel>(node); });
 }
 
 }  // namespace weir

@@ -1,5 +1,6 @@
 #include "ops/reduce/reduce_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -8,6 +9,7 @@
 #include "ops/elementwise/broadcast.h"
 #include "ops/reduce/reduce_axes.h"
 #include "ops/tensor/indexing.h"
+#include "ops/threading.h"
 
 namespace weir {
 
@@ -101,6 +103,7 @@ class ReduceKernel final : public OpKernel {
     for (size_t i = 0; i < reduced.size(); ++i) {
       if (reduced[i]) count *= x.sizes()[i];
     }
+    if (middle_block(x, reduced, y)) return;
     BroadcastPlan plan(x.sizes(), x.sizes(), kept);
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
@@ -125,6 +128,61 @@ class ReduceKernel final : public OpKernel {
   }
 
  private:
+  // Sum, mean, max and min of f32/f64 over one contiguous block of axes with
+  // kept axes inside it ([outer, R, inner], inner > 1: a global pool on
+  // channels-last data, [N, H*W, C]): whole rows of `inner` accumulate into
+  // a row of f64 sums, which vectorizes, with outer rows split across
+  // threads. Same order of additions per output as the general path.
+  bool middle_block(const Tensor& x, const std::vector<bool>& reduced, Tensor& y) const {
+    if (kind_ != Reduction::kSum && kind_ != Reduction::kMean && kind_ != Reduction::kMax && kind_ != Reduction::kMin) return false;
+    if (x.dtype() != DType::kFloat32 && x.dtype() != DType::kFloat64) return false;
+    size_t first = reduced.size(), last = 0;
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      if (reduced[i] && x.sizes()[i] != 1) {
+        first = std::min(first, i);
+        last = i;
+      }
+    }
+    if (first == reduced.size()) return false;
+    for (size_t i = first; i <= last; ++i) {
+      if (!reduced[i] && x.sizes()[i] != 1) return false;
+    }
+    int64_t outer = 1, rows = 1, inner = 1;
+    for (size_t i = 0; i < reduced.size(); ++i) (i < first ? outer : i <= last ? rows : inner) *= x.sizes()[i];
+    if (inner < 2 || x.num_elements() == 0) return false;
+    dispatch_dtype(x.dtype(), [&]<typename T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* in = x.data<T>();
+        T* out = y.data<T>();
+        const Reduction kind = kind_;
+        parallel_for(outer, 1, [&](int64_t begin, int64_t end) {
+          std::vector<double> acc(static_cast<size_t>(inner));
+          for (int64_t o = begin; o < end; ++o) {
+            const T* block = in + o * rows * inner;
+            double* __restrict a = acc.data();
+            if (kind == Reduction::kSum || kind == Reduction::kMean) {
+              std::fill(acc.begin(), acc.end(), 0.0);
+              for (int64_t r = 0; r < rows; ++r) {
+                const T* __restrict row = block + r * inner;
+                for (int64_t j = 0; j < inner; ++j) a[j] += static_cast<double>(row[j]);
+              }
+              const auto count = static_cast<double>(rows);
+              for (int64_t j = 0; j < inner; ++j) out[o * inner + j] = static_cast<T>(kind == Reduction::kMean ? a[j] / count : a[j]);
+            } else {
+              std::fill(acc.begin(), acc.end(), initial<T, double>(kind));
+              for (int64_t r = 0; r < rows; ++r) {
+                const T* row = block + r * inner;
+                for (int64_t j = 0; j < inner; ++j) a[j] = accumulate(kind, a[j], static_cast<double>(row[j]), 0.0);
+              }
+              for (int64_t j = 0; j < inner; ++j) out[o * inner + j] = static_cast<T>(a[j]);
+            }
+          }
+        });
+      }
+    });
+    return true;
+  }
+
   // acc[output] = accumulate(acc[output], x) over the input in order. `shift`
   // is read only by LogSumExp; the max pass may pass acc itself.
   template <typename T, typename Acc>

@@ -171,6 +171,55 @@ TEST(ConvResidualFusion, AddsTheResidualInsideTheConv) {
   }
 }
 
+// A Linear layer on [batch, seq, hidden] input: MatMul with a 2-D constant
+// weight, a bias (as [N] or [1, 1, N]) and each activation -> one
+// FusedMatMul, through oneDNN (f32, with B packed once) and the reference
+// loops (f64); also on a non-constant B.
+TEST(MatMulFusion, FusesBiasAndActivationOfALinearLayer) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (const ActivationCase& c : activation_cases(dtype)) {
+      for (bool constant_b : {true, false}) {
+        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dtype)) + (constant_b ? " constant B" : " input B"));
+        Graph g("linear");
+        Value* x = g.add_input("x", {dtype, Shape{2, 5, 8}});
+        Value* w = constant_b ? g.add_constant("w", random_tensor(dtype, {8, 6}, 1)) : g.add_input("w", {dtype, Shape{8, 6}});
+        Value* b = g.add_constant("b", random_tensor(dtype, constant_b ? Ints{6} : Ints{1, 1, 6}, 2));
+        Value* y = g.add_node("Add", {g.add_node("MatMul", {x, w})->output(0), b})->output(0);
+        g.add_output(c.build(g, y));
+        finish(g);
+        auto fused = g.clone();
+        PassContext ctx;
+        EXPECT_TRUE(make_pass("matmul_fusion")->run(*fused, ctx));
+        finish(*fused);
+        ASSERT_EQ(fused->num_nodes(), 1u);
+        EXPECT_EQ(fused->nodes().front()->op_type(), "FusedMatMul");
+        EXPECT_EQ(fused->nodes().front()->attr("activation").s(), c.name);
+        std::map<std::string, Tensor> feeds = {{"x", random_tensor(dtype, {2, 5, 8}, 3, -2.0f, 2.0f)}};
+        if (!constant_b) feeds["w"] = random_tensor(dtype, {8, 6}, 4);
+        Tensor before = evaluate_graph(g, feeds)[0], after = evaluate_graph(*fused, feeds)[0];
+        EXPECT_LT(max_relative_difference(before, after), dtype == DType::kFloat32 ? 2e-6 : 1e-7);
+      }
+    }
+  }
+}
+
+TEST(MatMulFusion, LeavesBatchedWeightsAndSharedProductsAlone) {
+  Graph g("unfusable");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{2, 5, 8}});
+  Value* batched = g.add_constant("batched", random_tensor(DType::kFloat32, {2, 8, 6}, 1));
+  Value* bias = g.add_constant("bias", random_tensor(DType::kFloat32, {6}, 2));
+  g.add_output(g.add_node("Relu", {g.add_node("MatMul", {x, batched})->output(0)})->output(0));  // B is 3-D
+  Value* w = g.add_constant("w", random_tensor(DType::kFloat32, {8, 6}, 3));
+  Value* shared = g.add_node("MatMul", {x, w})->output(0);
+  g.add_output(g.add_node("Add", {shared, bias})->output(0));
+  g.add_output(shared);  // the product itself is an output
+  Value* row_bias = g.add_constant("row_bias", random_tensor(DType::kFloat32, {5, 1}, 4));
+  g.add_output(g.add_node("Add", {g.add_node("MatMul", {x, w})->output(0), row_bias})->output(0));  // not per column
+  finish(g);
+  PassContext ctx;
+  EXPECT_FALSE(make_pass("matmul_fusion")->run(g, ctx));
+}
+
 TEST(FusedConv, RejectsAnUnknownActivationOrLayoutNamingTheNode) {
   for (auto [attr, value] : {std::pair<const char*, const char*>{"activation", "Swish9"}, {"layout", "CHWN"}}) {
     Graph g("bad");

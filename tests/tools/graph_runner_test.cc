@@ -73,9 +73,9 @@ TEST(GraphRunner, TrainSaveAndRunTheModel) {
   EXPECT_NE(inspect.output.find("parameters: 203530 elements, 814120 bytes"), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("input  x: f32[N,1,28,28]"), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("MatMul=2"), std::string::npos) << inspect.output;
-  // At the default level the weights are frozen and each MatMul + bias is one Gemm.
+  // At the default level the weights are frozen and each MatMul + bias (+ Relu) is one FusedMatMul.
   Result optimized_inspect = run("inspect " + model);
-  EXPECT_NE(optimized_inspect.output.find("ops (opt-level 3): Gemm=2"), std::string::npos) << optimized_inspect.output;
+  EXPECT_NE(optimized_inspect.output.find("ops (opt-level 3): FusedMatMul=2"), std::string::npos) << optimized_inspect.output;
   EXPECT_NE(optimized_inspect.output.find("constants: 203532 elements"), std::string::npos) << optimized_inspect.output;
   EXPECT_NE(inspect.output.find("estimated_flops: "), std::string::npos) << inspect.output;
   EXPECT_NE(inspect.output.find("symbolic dims bound to 64"), std::string::npos) << inspect.output;

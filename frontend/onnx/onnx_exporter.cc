@@ -75,6 +75,45 @@ std::string write_attribute(const std::string& name, const Attribute& value, onn
   return "attribute '" + name + "' has an unknown type";
 }
 
+// Gelu has no ONNX op before opset 20: written out as the graph exporters
+// from PyTorch write at opset 17, which the importer's gelu_fusion pass (and
+// other runtimes') turn back into one op: 0.5 x (1 + erf(x / sqrt 2)), or
+// the tanh form. False (nothing written) for a dtype other than f32/f64.
+bool write_decomposed_gelu(const Node& node, onnx::GraphProto* g) {
+  const Value* x = node.input(0);
+  DType dtype = x->dtype();
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) return false;
+  bool tanh_form = node.has_attr("approximate") && node.attr("approximate").s() == "tanh";
+  int counter = 0;
+  auto constant = [&](double value) {
+    std::string name = node.name() + "_c" + std::to_string(counter++);
+    Tensor t = dtype == DType::kFloat32 ? Tensor::scalar(static_cast<float>(value)) : Tensor::scalar(value);
+    *g->add_initializer() = tensor_to_onnx(t, name);
+    return name;
+  };
+  auto emit = [&](const char* op, std::vector<std::string> inputs, std::string output = "") {
+    onnx::NodeProto* out = g->add_node();
+    if (output.empty()) output = node.name() + "_t" + std::to_string(counter++);
+    out->set_name(output + "_node");
+    out->set_op_type(op);
+    for (const std::string& input : inputs) out->add_input(input);
+    out->add_output(output);
+    return output;
+  };
+  const std::string& in = x->name();
+  std::string inner;
+  if (tanh_form) {
+    std::string cube = emit("Mul", {emit("Mul", {in, in}), in});
+    std::string sum = emit("Add", {in, emit("Mul", {cube, constant(0.044715)})});
+    inner = emit("Tanh", {emit("Mul", {sum, constant(0.7978845608028654)})});
+  } else {
+    inner = emit("Erf", {emit("Div", {in, constant(1.4142135623730951)})});
+  }
+  std::string half_x = emit("Mul", {in, constant(0.5)});
+  emit("Mul", {half_x, emit("Add", {inner, constant(1.0)})}, node.output(0)->name());
+  return true;
+}
+
 }  // namespace
 
 onnx::ModelProto to_onnx_model(const Model& model) {
@@ -111,6 +150,11 @@ onnx::ModelProto to_onnx_model(const Model& model) {
     const ::onnx::OpSchema* schema = node->domain().empty()
                                          ? ::onnx::OpSchemaRegistry::Schema(node->op_type(), static_cast<int>(kOnnxExportOpset), "")
                                          : nullptr;
+    if (schema == nullptr && node->op_type() == "Gelu" && node->domain().empty() && write_decomposed_gelu(*node, g)) {
+      const Value* output = node->output(0);
+      if (graph_values.count(output) == 0 && output->dtype() != DType::kUndefined) write_value_info(output, g->add_value_info());
+      continue;
+    }
     if (schema == nullptr) {
       refused[node->op_type() + (node->domain().empty() ? "" : " (domain " + node->domain() + ")") + ": no ONNX op"]
           .push_back(node->name());

@@ -5,7 +5,8 @@
 //
 // Exported are the ops that map one-to-one onto ONNX ops (same name, same
 // inputs and attributes); Weir keeps Squeeze/Unsqueeze/ReduceSum axes as an
-// attribute, which is written as the constant input ONNX 13+ expects. Weir's
+// attribute, which is written as the constant input ONNX 13+ expects; Gelu
+// (ONNX 20) is written out with Erf (or Tanh), as PyTorch exports it. Weir's
 // own ops (backward ops, optimizer updates, ...) have no ONNX form: a graph
 // with any is refused with ONE weir::Error(kUnsupported) listing them all.
 // Constants and persistent values become initializers; symbolic dims become

@@ -1,20 +1,21 @@
-// GeluFusion — the exact GELU written out with Erf, as exporters emit it,
-//   0.5 * x * (1 + erf(x / sqrt(2)))      (any grouping of the products;
-//                                           x * (1/sqrt(2)) for the division)
-// becomes one Gelu node: one pass over the data instead of five.
+// GeluFusion — GELU written out, as exporters emit it, becomes one Gelu
+// node: one pass over the data instead of five to nine. Both forms:
+//   0.5 * x * (1 + erf(x / sqrt(2)))                       approximate none
+//   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))  approximate tanh
+// (any grouping of the outer products; x * (1/sqrt(2)) for the division;
+// x^3 as Pow or two Muls). The pattern's nodes are removed with it.
 //
 //   weir::GeluFusion gelu;
 //   gelu.run(graph, ctx);
 #pragma once
 
-#include "passes/pass.h"
+#include "passes/rewrite_rule.h"
 
 namespace weir {
 
-class GeluFusion final : public Pass {
+class GeluFusion final : public RewriteDriver {
  public:
-  std::string name() const override { return "gelu_fusion"; }
-  bool run(Graph& graph, PassContext& context) override;
+  GeluFusion();
 };
 
 }  // namespace weir

@@ -28,17 +28,29 @@ bool feature_vector(const Value* v, int64_t features) {
 
 }  // namespace
 
-bool LayerNormFusion::run(Graph& graph, PassContext&) {
-  bool changed = false;
-  for (Node* mean : graph.nodes()) {
+namespace {
+
+class LayerNormRule final : public RewriteRule {
+ public:
+  std::string name() const override { return "layer_norm"; }
+  std::vector<std::string> root_ops() const override { return {"ReduceMean"}; }
+  bool apply(Node& mean_node, Rewriter& rw) override;
+};
+
+// Rooted at the first ReduceMean (the mean): the pattern is matched
+// downwards from it, and its last node is replaced.
+bool LayerNormRule::apply(Node& mean_node, Rewriter& rw) {
+  Graph& graph = rw.graph();
+  Node* mean = &mean_node;
+  {
     Value* x = last_axis_mean_of(mean);
-    if (x == nullptr || !x->shape().is_static()) continue;
+    if (x == nullptr || !x->shape().is_static()) return false;
     const int64_t features = x->shape().sizes().back();
     // d = x - mean, read by the square and the division only.
     Node* sub = only_reader(mean->output(0), "Sub");
-    if (sub == nullptr || sub->input(0) != x || sub->input(1) != mean->output(0)) continue;
+    if (sub == nullptr || sub->input(0) != x || sub->input(1) != mean->output(0)) return false;
     Value* d = sub->output(0);
-    if (d->uses().size() != 2 && d->uses().size() != 3) continue;
+    if (d->uses().size() != 2 && d->uses().size() != 3) return false;
     Node* square = nullptr;
     Node* div = nullptr;
     for (const Use& use : d->uses()) {
@@ -53,14 +65,14 @@ bool LayerNormFusion::run(Graph& graph, PassContext&) {
       }
     }
     const size_t expected_uses = square != nullptr && square->op_type() == "Mul" ? 3 : 2;
-    if (square == nullptr || div == nullptr || d->uses().size() != expected_uses) continue;
+    if (square == nullptr || div == nullptr || d->uses().size() != expected_uses) return false;
     Node* variance = only_reader(square->output(0), "ReduceMean");
-    if (variance == nullptr || last_axis_mean_of(variance) != square->output(0)) continue;
+    if (variance == nullptr || last_axis_mean_of(variance) != square->output(0)) return false;
     Node* add_eps = only_reader(variance->output(0), "Add");
     double epsilon = 0;
-    if (add_eps == nullptr || !scalar_value(other_input(*add_eps, variance->output(0)), epsilon) || epsilon < 0) continue;
+    if (add_eps == nullptr || !scalar_value(other_input(*add_eps, variance->output(0)), epsilon) || epsilon < 0) return false;
     Node* root = only_reader(add_eps->output(0), "Sqrt");
-    if (root == nullptr || div->input(1) != root->output(0) || root->output(0)->uses().size() != 1) continue;
+    if (root == nullptr || div->input(1) != root->output(0) || root->output(0)->uses().size() != 1) return false;
     // Optional affine part: * gamma, then + beta.
     Value* result = div->output(0);
     Value* gamma = nullptr;
@@ -86,7 +98,7 @@ bool LayerNormFusion::run(Graph& graph, PassContext&) {
       } else if (x->dtype() == DType::kFloat64) {
         std::fill_n(ones.data<double>(), features, 1.0);
       } else {
-        continue;
+        return false;
       }
       gamma = graph.add_constant(graph.unique_name(mean->name() + "_scale"), ones);
     }
@@ -97,10 +109,14 @@ bool LayerNormFusion::run(Graph& graph, PassContext&) {
                                  graph.unique_name(mean->name() + "_layer_norm"));
     if (mean->device()) fused->set_device(*mean->device());
     fused->output(0)->set_type(result->type());
-    graph.replace_all_uses(result, fused->output(0));
-    changed = true;  // the decomposed nodes are unread now: DCE removes them
+    rw.replace(*result->producer(), fused->output(0));  // the decomposed nodes go with it
   }
-  return changed;
+  return true;
 }
+
+}  // namespace
+
+LayerNormFusion::LayerNormFusion() : RewriteDriver("layer_norm_fusion", make_rules<LayerNormRule>()) {}
+
 
 }  // namespace weir

@@ -8,14 +8,13 @@
 //   layer_norm.run(graph, ctx);
 #pragma once
 
-#include "passes/pass.h"
+#include "passes/rewrite_rule.h"
 
 namespace weir {
 
-class LayerNormFusion final : public Pass {
+class LayerNormFusion final : public RewriteDriver {
  public:
-  std::string name() const override { return "layer_norm_fusion"; }
-  bool run(Graph& graph, PassContext& context) override;
+  LayerNormFusion();
 };
 
 }  // namespace weir

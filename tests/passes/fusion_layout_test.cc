@@ -220,6 +220,37 @@ TEST(MatMulFusion, LeavesBatchedWeightsAndSharedProductsAlone) {
   EXPECT_FALSE(make_pass("matmul_fusion")->run(g, ctx));
 }
 
+// The tanh form of GELU, with x^3 as Pow or as two Muls, becomes one Gelu
+// (approximate tanh) and nothing of the pattern is left; a wrong
+// coefficient is no GELU.
+TEST(GeluFusion, RecognisesTheTanhForm) {
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    Graph g("gelu_tanh");
+    Value* x = g.add_input("x", {DType::kFloat32, Shape{4, 16}});
+    auto node = [&](const std::string& op, std::vector<Value*> in) { return g.add_node(op, in)->output(0); };
+    auto c = [&](float v) { return g.add_constant(g.unique_name("c"), Tensor::scalar(v)); };
+    Value* cube = variant == 1 ? node("Mul", {node("Mul", {x, x}), x}) : node("Pow", {x, c(3.0f)});
+    Value* inner = node("Add", {x, node("Mul", {c(variant == 2 ? 0.04f : 0.044715f), cube})});
+    Value* t = node("Tanh", {node("Mul", {inner, c(0.7978845608f)})});
+    g.add_output(node("Mul", {node("Mul", {x, c(0.5f)}), node("Add", {t, c(1.0f)})}));
+    finish(g);
+    auto fused = g.clone();
+    PassContext ctx;
+    bool changed = make_pass("gelu_fusion")->run(*fused, ctx);
+    finish(*fused);
+    if (variant == 2) {
+      EXPECT_FALSE(changed);
+      continue;
+    }
+    EXPECT_TRUE(changed);
+    ASSERT_EQ(fused->num_nodes(), 1u) << "the pattern's nodes are removed with it";
+    EXPECT_EQ(fused->nodes().front()->attr("approximate").s(), "tanh");
+    Tensor input = random_tensor(DType::kFloat32, {4, 16}, 8, -3.0f, 3.0f);
+    EXPECT_LT(max_relative_difference(evaluate_graph(g, {{"x", input}})[0], evaluate_graph(*fused, {{"x", input}})[0]), 1e-6);
+  }
+}
+
 TEST(FusedConv, RejectsAnUnknownActivationOrLayoutNamingTheNode) {
   for (auto [attr, value] : {std::pair<const char*, const char*>{"activation", "Swish9"}, {"layout", "CHWN"}}) {
     Graph g("bad");

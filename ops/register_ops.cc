@@ -16,6 +16,7 @@
 #include "ops/linalg/matmul_kernels.h"
 #include "ops/loss/loss_kernels.h"
 #include "ops/loss/loss_schemas.h"
+#include "ops/nn/attention.h"
 #include "ops/nn/conv_kernels.h"
 #include "ops/nn/dropout.h"
 #include "ops/nn/conv_schemas.h"
@@ -51,6 +52,7 @@ void register_all_ops(OpRegistry& registry) {
   register_cast_schema(registry);
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
+  register_attention_schemas(registry);
   register_conv_schemas(registry);
   register_dropout_schemas(registry);
   register_pool_schemas(registry);
@@ -87,6 +89,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_cast_cpu_kernel(registry);
   register_elementwise_backward_cpu_kernels(registry);
   register_matmul_cpu_kernels(registry);
+  register_attention_cpu_kernels(registry);
   register_tensor_cpu_kernels(registry);
   register_indexing_cpu_kernels(registry);
   register_scatter_gather_cpu_kernels(registry);

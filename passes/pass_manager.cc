@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "core/verifier.h"
+#include "passes/fusion/attention_fusion.h"
 #include "passes/fusion/conv_activation_fusion.h"
 #include "passes/fusion/conv_batch_norm_folding.h"
 #include "passes/fusion/conv_residual_fusion.h"
@@ -81,6 +82,7 @@ const std::vector<Registered>& registered() {
       {"conv_activation_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvActivationFusion()); }},
       {"gelu_fusion", 2, [] { return std::unique_ptr<Pass>(new GeluFusion()); }},
       {"layer_norm_fusion", 2, [] { return std::unique_ptr<Pass>(new LayerNormFusion()); }},
+      {"attention_fusion", 3, [] { return std::unique_ptr<Pass>(new AttentionFusion()); }},
       {"channels_last_layout", 3, [] { return std::unique_ptr<Pass>(new ChannelsLastLayout()); }},
       {"matmul_fusion", 3, [] { return std::unique_ptr<Pass>(new MatMulFusion()); }},
       {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},

@@ -251,6 +251,59 @@ TEST(GeluFusion, RecognisesTheTanhForm) {
   }
 }
 
+// Self-attention written out as a transformer does (per-head Reshape and
+// Transpose, K transposed twice or once, a Mul or Div scale, an optional
+// additive mask [B, 1, 1, S]) becomes one Attention node with no Transpose
+// left; oneDNN (f32) and the direct loops (f64) match the written-out graph.
+TEST(AttentionFusion, FusesScaledDotProductAttention) {
+  const int64_t batch = 2, seq = 7, heads = 3, dim = 4, width = heads * dim;
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " variant " + std::to_string(variant));
+      Graph g("attention");
+      Value* x = g.add_input("x", {dtype, Shape{batch, seq, width}});
+      Value* mask = variant == 1 ? g.add_input("mask", {dtype, Shape{batch, 1, 1, seq}}) : nullptr;
+      auto node = [&](const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs = {}) {
+        return g.add_node(op, in, 1, attrs)->output(0);
+      };
+      auto linear = [&](uint32_t seed) { return node("MatMul", {x, g.add_constant(g.unique_name("w"), random_tensor(dtype, {width, width}, seed))}); };
+      Value* split_shape = g.add_constant("split", Tensor::from_vector<int64_t>({0, 0, heads, dim}, {4}));
+      auto split = [&](Value* t) { return node("Transpose", {node("Reshape", {t, split_shape})}, {{"perm", Attribute(Ints{0, 2, 1, 3})}}); };
+      Value* q = split(linear(1));
+      Value* k_t = variant == 2 ? node("Transpose", {node("Reshape", {linear(2), split_shape})}, {{"perm", Attribute(Ints{0, 2, 3, 1})}})
+                                : node("Transpose", {split(linear(2))}, {{"perm", Attribute(Ints{0, 1, 3, 2})}});
+      Value* v = split(linear(3));
+      double scale = 1.0 / std::sqrt(static_cast<double>(dim));
+      auto scalar = [&](double value) {
+        return g.add_constant(g.unique_name("c"), dtype == DType::kFloat32 ? Tensor::scalar(static_cast<float>(value)) : Tensor::scalar(value));
+      };
+      Value* scores = node("MatMul", {q, k_t});
+      scores = variant == 2 ? node("Div", {scores, scalar(1.0 / scale)}) : node("Mul", {scores, scalar(scale)});
+      if (mask != nullptr) scores = node("Add", {scores, mask});
+      Value* context = node("MatMul", {node("Softmax", {scores}, {{"axis", Attribute(int64_t{-1})}}), v});
+      Value* merged = node("Reshape", {node("Transpose", {context}, {{"perm", Attribute(Ints{0, 2, 1, 3})}}),
+                                       g.add_constant("merge", Tensor::from_vector<int64_t>({0, 0, width}, {3}))});
+      g.add_output(node("Relu", {merged}));
+      finish(g);
+      auto fused = g.clone();
+      PassContext ctx;
+      EXPECT_TRUE(make_pass("attention_fusion")->run(*fused, ctx));
+      finish(*fused);
+      EXPECT_EQ(count_ops(*fused, "Attention"), 1);
+      EXPECT_EQ(count_ops(*fused, "Transpose"), 0);
+      EXPECT_EQ(count_ops(*fused, "Softmax"), 0);
+      EXPECT_EQ(count_ops(*fused, "MatMul"), 3) << "the three projections";
+      std::map<std::string, Tensor> feeds = {{"x", random_tensor(dtype, {batch, seq, width}, 4)}};
+      if (mask != nullptr) {
+        Tensor m = random_tensor(dtype, {batch, 1, 1, seq}, 5, -3.0f, 0.0f);
+        feeds["mask"] = m;
+      }
+      Tensor before = evaluate_graph(g, feeds)[0], after = evaluate_graph(*fused, feeds)[0];
+      EXPECT_LT(max_relative_difference(before, after), dtype == DType::kFloat32 ? 2e-6 : 1e-12);
+    }
+  }
+}
+
 TEST(FusedConv, RejectsAnUnknownActivationOrLayoutNamingTheNode) {
   for (auto [attr, value] : {std::pair<const char*, const char*>{"activation", "Swish9"}, {"layout", "CHWN"}}) {
     Graph g("bad");

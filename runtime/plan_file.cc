@@ -1,10 +1,5 @@
 #include "runtime/plan_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -12,6 +7,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/fbs/plan_generated.h"
+#include "core/mapped_file.h"
 #include "core/verifier.h"
 #include "ops/register_ops.h"
 
@@ -164,33 +160,6 @@ class PlanWriter {
 };
 
 // ---- reading ----
-
-// A read-only mapping of a whole file, unmapped with its last user.
-struct MappedFile {
-  void* data = MAP_FAILED;
-  size_t size = 0;
-  ~MappedFile() {
-    if (data != MAP_FAILED) ::munmap(data, size);
-  }
-};
-
-std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorKind::kIo, std::string("cannot open: ") + std::strerror(errno)).with_file(path.string());
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw Error(ErrorKind::kIo, "not a regular file").with_file(path.string());
-  }
-  auto file = std::make_shared<MappedFile>();
-  file->size = static_cast<size_t>(info.st_size);
-  if (file->size > 0) file->data = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (file->size > 0 && file->data == MAP_FAILED) {
-    throw Error(ErrorKind::kIo, std::string("cannot map: ") + std::strerror(errno)).with_file(path.string());
-  }
-  return file;
-}
 
 class PlanReader {
  public:

@@ -6,15 +6,19 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <limits>
+#include <string_view>
 #include <tuple>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/mapped_file.h"
 #include "core/type_inference.h"
 #include "core/verifier.h"
 #include "frontend/onnx/onnx_node_adapters.h"
 #include "frontend/onnx/onnx_tensor.h"
+#include "frontend/onnx/onnx_wire.h"
 #include "ops/register_ops.h"
 
 namespace weir {
@@ -70,19 +74,29 @@ std::string normalize_domain(const std::string& domain) { return domain == "ai.o
 
 class GraphImporter {
  public:
+  // `owner` keeps the bytes initializers may view alive; `raw_data` holds
+  // the main graph's initializer payloads when they were lifted out before
+  // parsing (onnx_wire.h), one per initializer in order.
   GraphImporter(const OpRegistry& registry, const std::map<std::string, int64_t>& opsets,
-                ExternalDataReader* external, UnsupportedReport& report, const GraphImporter* outer = nullptr)
-      : registry_(registry), opsets_(opsets), external_(external), report_(report), outer_(outer) {}
+                ExternalDataReader* external, UnsupportedReport& report, const GraphImporter* outer = nullptr,
+                std::shared_ptr<void> owner = nullptr, const std::vector<std::optional<std::string_view>>* raw_data = nullptr)
+      : registry_(registry), opsets_(opsets), external_(external), report_(report), outer_(outer),
+        owner_(outer != nullptr ? outer->owner_ : std::move(owner)), raw_data_(outer != nullptr ? nullptr : raw_data) {}
 
   std::unique_ptr<Graph> import(const onnx::GraphProto& proto) {
     graph_ = std::make_unique<Graph>(proto.name().empty() ? "main" : proto.name());
     for (const onnx::ValueInfoProto& info : proto.value_info()) declared_[info.name()] = &info.type();
     for (const onnx::ValueInfoProto& info : proto.output()) declared_[info.name()] = &info.type();
 
-    for (const onnx::TensorProto& initializer : proto.initializer()) {
+    if (raw_data_ != nullptr && raw_data_->size() != static_cast<size_t>(proto.initializer_size())) {
+      throw Error(ErrorKind::kInternal, "the lifted initializer payloads do not match the initializers");
+    }
+    for (int i = 0; i < proto.initializer_size(); ++i) {
+      const onnx::TensorProto& initializer = proto.initializer(i);
       const std::string what = "initializer " + quoted(initializer.name());
       if (initializer.name().empty()) throw Error(ErrorKind::kFormat, "an initializer has no name");
-      define(initializer.name(), graph_->add_constant(initializer.name(), read_tensor(initializer, what)), what);
+      std::optional<std::string_view> raw = raw_data_ != nullptr ? (*raw_data_)[static_cast<size_t>(i)] : std::nullopt;
+      define(initializer.name(), graph_->add_constant(initializer.name(), read_tensor(initializer, what, raw)), what);
     }
     if (proto.sparse_initializer_size() > 0) {
       report_.add_value("sparse initializers (" + quoted(proto.sparse_initializer(0).values().name()) +
@@ -110,9 +124,10 @@ class GraphImporter {
   }
 
  private:
-  Tensor read_tensor(const onnx::TensorProto& proto, const std::string& what) {
+  Tensor read_tensor(const onnx::TensorProto& proto, const std::string& what,
+                     std::optional<std::string_view> raw_data = std::nullopt) {
     try {
-      return tensor_from_onnx(proto, what, external_);
+      return tensor_from_onnx(proto, what, external_, owner_, raw_data);
     } catch (const Error& error) {
       if (error.kind() != ErrorKind::kUnsupported) throw;
       report_.add_value(error.what());
@@ -430,6 +445,8 @@ class GraphImporter {
   ExternalDataReader* external_;
   UnsupportedReport& report_;
   const GraphImporter* outer_;
+  std::shared_ptr<void> owner_;
+  const std::vector<std::optional<std::string_view>>* raw_data_;
   std::unique_ptr<Graph> graph_;
   std::map<std::string, Value*> values_;
   std::map<std::string, const onnx::TypeProto*> declared_;
@@ -437,7 +454,8 @@ class GraphImporter {
 };
 
 Model import_model_proto(const onnx::ModelProto& proto, const std::string& source, ExternalDataReader* external,
-                         const OnnxImportOptions& options) {
+                         const OnnxImportOptions& options, std::shared_ptr<void> owner = nullptr,
+                         const std::vector<std::optional<std::string_view>>* raw_data = nullptr) {
   const OpRegistry& registry = options.registry != nullptr ? *options.registry : default_op_registry();
   if (!proto.has_graph()) throw Error(ErrorKind::kFormat, "the model has no graph").with_file(source);
   std::map<std::string, int64_t> opsets;
@@ -452,7 +470,7 @@ Model import_model_proto(const onnx::ModelProto& proto, const std::string& sourc
   UnsupportedReport report;
   Model model;
   try {
-    GraphImporter importer(registry, opsets, external, report);
+    GraphImporter importer(registry, opsets, external, report, nullptr, std::move(owner), raw_data);
     std::unique_ptr<Graph> graph = importer.import(proto.graph());
     if (!report.empty()) throw Error(ErrorKind::kUnsupported, report.message());
     model.graph = std::move(graph);
@@ -471,10 +489,11 @@ Model import_model_proto(const onnx::ModelProto& proto, const std::string& sourc
   return model;
 }
 
-onnx::ModelProto parse_model(const std::string& bytes, const std::string& source) {
+onnx::ModelProto parse_model(std::string_view bytes, const std::string& source) {
   onnx::ModelProto proto;
   if (bytes.empty()) throw Error(ErrorKind::kFormat, "the file is empty, not an ONNX model").with_file(source);
-  if (!proto.ParseFromString(bytes)) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     throw Error(ErrorKind::kFormat, "not an ONNX model: the bytes do not parse as a ModelProto (truncated or not ONNX)")
         .with_file(source);
   }
@@ -487,9 +506,19 @@ onnx::ModelProto parse_model(const std::string& bytes, const std::string& source
 }  // namespace
 
 Model import_onnx_model(const std::string& path, const OnnxImportOptions& options) {
-  onnx::ModelProto proto = parse_model(read_file(path, kMaxModelFileBytes), path);
+  // From a mapping of the file. The initializers' payloads are lifted out
+  // first, so protobuf parses only the small rest, and are read from the
+  // mapping (views of it where aligned, which keep it alive).
+  std::shared_ptr<MappedFile> file = map_file(path, kMaxModelFileBytes);
+  std::string_view bytes(static_cast<const char*>(file->data), file->size);
   ExternalDataReader external(std::filesystem::absolute(path));
-  return import_model_proto(proto, path, &external, options);
+  if (std::optional<WeightlessModel> split = split_initializer_data(bytes)) {
+    onnx::ModelProto proto = parse_model(split->bytes, path);
+    return import_model_proto(proto, path, &external, options, file, &split->raw_data);
+  }
+  auto proto = std::make_shared<onnx::ModelProto>(parse_model(bytes, path));
+  file.reset();
+  return import_model_proto(*proto, path, &external, options, proto);
 }
 
 Model import_onnx_model_from_bytes(const std::string& bytes, const std::string& source,

@@ -134,7 +134,10 @@ std::string onnx_type_name(int32_t onnx_type) {
   return "type code " + std::to_string(onnx_type);
 }
 
-Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what, ExternalDataReader* external) {
+Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what, ExternalDataReader* external,
+                        const std::shared_ptr<void>& owner, std::optional<std::string_view> raw_data) {
+  const bool has_raw = raw_data.has_value() || proto.has_raw_data();
+  const std::string_view raw_bytes = raw_data ? *raw_data : std::string_view(proto.raw_data());
   if (!proto.has_data_type() || proto.data_type() == onnx::TensorProto::UNDEFINED) {
     fail_format(what, "has no data_type");
   }
@@ -156,9 +159,9 @@ Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
   }
   size_t expected_bytes = static_cast<size_t>(count) * dtype_size(dtype);
   if (proto.data_location() != onnx::TensorProto::EXTERNAL) {
-    if (proto.has_raw_data()) {
-      if (proto.raw_data().size() != expected_bytes) {
-        fail_format(what, "raw_data holds " + std::to_string(proto.raw_data().size()) + " bytes; " +
+    if (has_raw) {
+      if (raw_bytes.size() != expected_bytes) {
+        fail_format(what, "raw_data holds " + std::to_string(raw_bytes.size()) + " bytes; " +
                               std::string(dtype_name(dtype)) + Shape::from_sizes(sizes).to_string() + " needs " +
                               std::to_string(expected_bytes));
       }
@@ -167,6 +170,12 @@ Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
                             std::to_string(typed_field_size(proto, dtype)) + " values for " + std::to_string(count) +
                             " elements of " + std::string(dtype_name(dtype)) + Shape::from_sizes(sizes).to_string());
     }
+  }
+  // A view of the proto's bytes when someone keeps them alive and they are
+  // aligned for any element type: ResNet-50's 100 MB of weights are not copied.
+  if (owner != nullptr && proto.data_location() != onnx::TensorProto::EXTERNAL && has_raw && dtype != DType::kBool &&
+      expected_bytes > 0 && reinterpret_cast<uintptr_t>(raw_bytes.data()) % alignof(std::max_align_t) == 0) {
+    return Tensor::wrap(dtype, sizes, const_cast<char*>(raw_bytes.data()), Device::cpu(), owner);
   }
   Tensor tensor = Tensor::uninitialized(dtype, sizes);
 
@@ -196,8 +205,8 @@ Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
     return tensor;
   }
 
-  if (proto.has_raw_data()) {
-    const std::string& raw = proto.raw_data();
+  if (has_raw) {
+    const std::string_view raw = raw_bytes;
     if (dtype == DType::kBool) {
       bool* out = tensor.data<bool>();
       for (size_t i = 0; i < raw.size(); ++i) out[i] = raw[i] != 0;

@@ -9,6 +9,9 @@
 // the model's directory or a range past the end of its file is refused.
 #pragma once
 
+#include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 
 #include "core/dtype.h"
@@ -24,12 +27,17 @@ DType dtype_from_onnx(int32_t onnx_type);
 // The ONNX name of a TensorProto::DataType code ("STRING", "UINT32", ...).
 std::string onnx_type_name(int32_t onnx_type);
 
-// Reads `proto` into a new CPU tensor. `what` names the tensor in errors
+// Reads `proto` into a CPU tensor. `what` names the tensor in errors
 // ("initializer 'W'"). `external` resolves external data; nullptr refuses it.
-// Throws weir::Error(kFormat) for a malformed tensor (wrong element count,
-// field that does not fit the type) and kUnsupported for a type Weir lacks.
+// With `owner` (whatever keeps the raw bytes alive), aligned raw data is not
+// copied: the tensor is a view of it, holding `owner`. `raw_data`, when
+// given, stands for the proto's raw_data field (the importer lifts the
+// payloads out before parsing, onnx_wire.h). Throws weir::Error(kFormat) for a
+// malformed tensor (wrong element count, field that does not fit the type)
+// and kUnsupported for a type Weir lacks.
 Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
-                        ExternalDataReader* external);
+                        ExternalDataReader* external, const std::shared_ptr<void>& owner = nullptr,
+                        std::optional<std::string_view> raw_data = std::nullopt);
 
 // Serializes `tensor` with raw_data (little-endian, like ONNX).
 onnx::TensorProto tensor_to_onnx(const Tensor& tensor, const std::string& name);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "frontend/onnx/onnx_importer.h"
 #include "frontend/onnx/onnx_tensor.h"
+#include "frontend/onnx/onnx_wire.h"
 #include "ops/graph_evaluator.h"
 #include "tests/ops/op_test_util.h"
 
@@ -152,6 +153,55 @@ TEST(OnnxImport, EveryTruncationIsAnErrorOrAValidPrefix) {
       // expected: anything but a crash or a non-Weir exception
     }
   }
+}
+
+// Files are imported with the initializer payloads lifted out before
+// parsing (onnx_wire.h): the same graph and outputs as parsing the whole
+// bytes, and every truncated file is an error or a valid prefix, never a crash.
+TEST(OnnxImport, FilesReadInitializersFromTheMappingLikeBytes) {
+  ModelBuilder m = small_conv_model();
+  const std::string bytes = m.bytes();
+  std::optional<WeightlessModel> split = split_initializer_data(bytes);
+  ASSERT_TRUE(split.has_value());
+  ASSERT_EQ(split->raw_data.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(split->raw_data[static_cast<size_t>(i)].has_value());
+    EXPECT_EQ(*split->raw_data[static_cast<size_t>(i)], m.graph->initializer(i).raw_data());
+  }
+  onnx::ModelProto weightless;
+  ASSERT_TRUE(weightless.ParseFromString(split->bytes));
+  EXPECT_EQ(weightless.graph().initializer_size(), 2);
+  EXPECT_FALSE(weightless.graph().initializer(0).has_raw_data());
+  EXPECT_EQ(weightless.graph().initializer(0).name(), "w");
+  EXPECT_LT(split->bytes.size(), bytes.size() - 216);
+
+  fs::path dir = temp_dir("mapped");
+  fs::path file = dir / "conv.onnx";
+  std::ofstream(file, std::ios::binary) << bytes;
+  Model from_file = import_onnx_model(file.string());
+  Model from_bytes = import_onnx_model_from_bytes(bytes, "conv.onnx");
+  Tensor x = random_tensor(DType::kFloat32, {1, 2, 5, 5}, 3);
+  EXPECT_TRUE(evaluate_graph(*from_file.graph, {{"x", x}})[0].bitwise_equal(evaluate_graph(*from_bytes.graph, {{"x", x}})[0]));
+
+  int rejected = 0;
+  for (size_t length = 0; length < bytes.size(); length += 3) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, length);
+    try {
+      import_onnx_model(file.string());
+    } catch (const Error& e) {
+      ++rejected;
+      EXPECT_NE(std::string(e.what()).find("conv.onnx"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  // A raw_data field given twice (protobuf keeps the last), or a length past
+  // the end: not split, so protobuf parses (and judges) the original bytes.
+  const std::string tensor = std::string("\x4a\x01" "A" "\x4a\x01" "B", 6);
+  const std::string graph = std::string("\x2a\x06", 2) + tensor;
+  EXPECT_FALSE(split_initializer_data(std::string("\x3a\x08", 2) + graph).has_value());
+  EXPECT_FALSE(split_initializer_data(std::string("\x3a\x09", 2) + graph).has_value());
+  EXPECT_TRUE(split_initializer_data(std::string("\x3a\x04\x2a\x02\x4a\x00", 6)).has_value());
+  fs::remove_all(dir);
 }
 
 TEST(OnnxImport, BadInitializerDataNamesTheInitializer) {

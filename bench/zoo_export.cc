@@ -6,17 +6,27 @@
 //   weir_zoo_export bert bert6.onnx --layers 6 --hidden 768 --heads 12 --seq 128
 //
 // Weights are the zoo's seeded initial weights: latency does not depend on
-// their values. The batch dim stays symbolic unless --batch is given.
+// their values. BatchNorm's running statistics, though, start at mean 0 and
+// variance 1, and through a deep net at initial weights the activations then
+// fade to nothing (MobileNetV2's logits come out as the classifier's bias),
+// which would make `graph-runner verify` compare zeros. --calibrate N (on by
+// default) runs the training form N times on random images first, so the
+// running statistics are the batches', and the exported activations have
+// unit scale. The batch dim stays symbolic unless --batch is given.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <random>
 
 #include "core/error.h"
 #include "core/model.h"
 #include "core/model_io.h"
 #include "frontend/onnx/onnx_exporter.h"
+#include "frontend/train/trainer.h"
 #include "models/zoo.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
 
 int main(int argc, char** argv) {
   CLI::App app("weir_zoo_export: write a zoo model's inference graph", "weir_zoo_export");
@@ -35,11 +45,32 @@ int main(int argc, char** argv) {
   app.add_option("--seq", zoo.seq, "bert: sequence length")->capture_default_str();
   app.add_option("--vocab", zoo.vocab, "bert: vocabulary size")->capture_default_str();
   app.add_option("--seed", zoo.seed, "weight seed")->capture_default_str();
+  int calibrate = 20;
+  app.add_option("--calibrate", calibrate, "training-form runs on random images to set BatchNorm's running statistics")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     weir::models::ClassifierGraph built = weir::models::build_classifier(name, batch, /*training=*/false, zoo);
     weir::Model model;
     model.graph = std::move(built.graph);
+    bool has_batch_norm = false;
+    for (const weir::Node* node : model.graph->nodes()) has_batch_norm = has_batch_norm || node->op_type() == "BatchNormalization";
+    if (calibrate > 0 && has_batch_norm) {
+      // The same seed gives the training form the same weights under the same names.
+      weir::models::ClassifierGraph train = weir::models::build_classifier(name, 4, /*training=*/true, zoo);
+      weir::Session session(weir::compile(*train.graph));
+      std::mt19937 rng(static_cast<uint32_t>(zoo.seed));
+      std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+      std::vector<int64_t> sizes = {4};
+      sizes.insert(sizes.end(), train.example_shape.begin(), train.example_shape.end());
+      for (int i = 0; i < calibrate; ++i) {
+        weir::Tensor x = weir::Tensor::uninitialized(weir::DType::kFloat32, sizes);
+        for (int64_t j = 0; j < x.num_elements(); ++j) x.data<float>()[j] = pixel(rng);
+        weir::Tensor labels = weir::Tensor::from_vector<int64_t>({0, 1, 2, 3}, {4});
+        session.run({{train.input, x}, {train.labels, labels}});
+      }
+      weir::bake_state(session, *model.graph);
+    }
     if (std::filesystem::path(out).extension() == ".onnx") {
       weir::export_onnx_model(model, out);
     } else {

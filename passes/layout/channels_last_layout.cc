@@ -116,11 +116,9 @@ class TransposePairRule final : public RewriteRule {
       identity = identity && combined.back() == static_cast<int64_t>(i);
     }
     if (identity) {
-      Value* source = inner->input(0);
-      if (is_graph_output(rw.graph(), outer.output(0)) && (source->producer() == nullptr || !source->uses().empty())) {
-        return false;  // would rename a graph output
-      }
-      rw.replace(outer, source);
+      // At a graph output the pair stays: the output would take the source's name.
+      if (is_graph_output(rw.graph(), outer.output(0))) return false;
+      rw.replace(outer, inner->input(0));
       return true;
     }
     Node* merged = add_transpose(rw.graph(), inner->input(0), combined, outer.name(), outer.device());

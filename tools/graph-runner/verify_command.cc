@@ -42,6 +42,23 @@ double largest_difference(const std::vector<Tensor>& a, const std::vector<Tensor
   return worst;
 }
 
+// ||a - b|| / ||a|| over all outputs together (0 when both are zero).
+double relative_l2(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].dtype() != b[i].dtype() || a[i].sizes() != b[i].sizes()) return INFINITY;
+    dispatch_dtype(a[i].dtype(), [&]<typename T>() {
+      for (int64_t j = 0; j < a[i].num_elements(); ++j) {
+        double x = static_cast<double>(load(a[i].data<T>()[j])), y = static_cast<double>(load(b[i].data<T>()[j]));
+        diff += (x - y) * (x - y);
+        norm += x * x;
+      }
+    });
+  }
+  return diff == 0 ? 0 : std::sqrt(diff / norm);
+}
+
 void verify(const VerifyArgs& args) {
   std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
   std::unique_ptr<Graph> graph = load_graph(args.model, *ops);
@@ -59,8 +76,8 @@ void verify(const VerifyArgs& args) {
     }
     std::vector<Tensor> now = evaluate_graph(g, feeds, evaluate);
     double step = largest_difference(previous, now), total = largest_difference(reference, now);
-    std::printf("pass %-34s max_abs_diff=%.3g (vs original %.3g)%s\n", pass.name().c_str(), step, total,
-                step > args.tolerance ? "  BREAKS TOLERANCE" : "");
+    std::printf("pass %-34s max_abs_diff=%.3g (vs original %.3g, relative L2 %.3g)%s\n", pass.name().c_str(), step,
+                total, relative_l2(reference, now), step > args.tolerance ? "  BREAKS TOLERANCE" : "");
     if (step > args.tolerance && first_broken.empty()) first_broken = pass.name();
     previous = std::move(now);
   });

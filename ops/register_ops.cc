@@ -9,6 +9,7 @@
 #include "ops/elementwise/backward_kernels.h"
 #include "ops/elementwise/binary_kernels.h"
 #include "ops/elementwise/elementwise_schemas.h"
+#include "ops/elementwise/fused_elementwise.h"
 #include "ops/elementwise/logic_kernels.h"
 #include "ops/elementwise/logic_schemas.h"
 #include "ops/elementwise/unary_kernels.h"
@@ -49,6 +50,7 @@ void register_all_ops(OpRegistry& registry) {
   register_elementwise_schemas(registry);
   register_logic_schemas(registry);
   register_activation_schemas(registry);
+  register_fused_elementwise_schema(registry);
   register_cast_schema(registry);
   register_linalg_schemas(registry);
   register_softmax_schemas(registry);
@@ -85,6 +87,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_binary_cpu_kernels(registry);
   register_unary_cpu_kernels(registry);
   register_activation_cpu_kernels(registry);
+  register_fused_elementwise_cpu_kernel(registry);
   register_logic_cpu_kernels(registry);
   register_cast_cpu_kernel(registry);
   register_elementwise_backward_cpu_kernels(registry);

@@ -7,6 +7,7 @@
 #include "passes/fusion/conv_activation_fusion.h"
 #include "passes/fusion/conv_batch_norm_folding.h"
 #include "passes/fusion/conv_residual_fusion.h"
+#include "passes/fusion/elementwise_fusion.h"
 #include "passes/fusion/gelu_fusion.h"
 #include "passes/fusion/layer_norm_fusion.h"
 #include "passes/fusion/matmul_add_to_gemm.h"
@@ -67,7 +68,9 @@ struct Registered {
 // folding finishes the shape arithmetic); no-ops; folding (shape arithmetic and frozen-weight arithmetic
 // become constants); CSE (folded duplicates now read the same values); the
 // fusions, on the simplified graph (Conv+BN needs constant weights, and
-// runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv);
+// runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv; the layout
+// after the conv fusions, so it moves whole FusedConvs; elementwise chains
+// last, so activations fuse into their convs and matmuls first);
 // DCE last (it sweeps what the others left unread).
 const std::vector<Registered>& registered() {
   static const std::vector<Registered> passes = {
@@ -86,6 +89,7 @@ const std::vector<Registered>& registered() {
       {"channels_last_layout", 3, [] { return std::unique_ptr<Pass>(new ChannelsLastLayout()); }},
       {"matmul_fusion", 3, [] { return std::unique_ptr<Pass>(new MatMulFusion()); }},
       {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},
+      {"elementwise_fusion", 3, [] { return std::unique_ptr<Pass>(new ElementwiseFusion()); }},
       {"dead_code_elimination", 1, [] { return std::unique_ptr<Pass>(new DeadCodeElimination()); }},
   };
   return passes;

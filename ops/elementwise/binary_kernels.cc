@@ -7,46 +7,20 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/dtype_sets.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/elementwise/scalar_ops.h"
 #include "ops/threading.h"
 
 namespace weir {
 
 namespace {
 
-// Signed overflow is undefined behaviour in C++; do integer arithmetic in the
-// unsigned type, where it wraps, and convert back.
-template <typename T>
-using Wide = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
-
-struct AddOp {
-  template <typename C> static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Wide<C>>(a) + static_cast<Wide<C>>(b));
-    else return a + b;
-  }
-};
-struct SubOp {
-  template <typename C> static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Wide<C>>(a) - static_cast<Wide<C>>(b));
-    else return a - b;
-  }
-};
-struct MulOp {
-  template <typename C> static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Wide<C>>(a) * static_cast<Wide<C>>(b));
-    else return a * b;
-  }
-};
-struct DivOp {
-  template <typename C> static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
-      // min / -1 overflows; its wrapped result is min itself, i.e. -a wrapped.
-      if (b == -1) return static_cast<C>(Wide<C>(0) - static_cast<Wide<C>>(a));
-      return static_cast<C>(a / b);
-    } else {
-      return a / b;
-    }
-  }
-};
+using elementwise::AddOp;
+using elementwise::DivOp;
+using elementwise::MaxOp;
+using elementwise::MinOp;
+using elementwise::MulOp;
+using elementwise::SubOp;
+using elementwise::Wide;
 
 // Integer powers by squaring (wrapping like Mul); a negative exponent gives
 // 1/base^n truncated: 1 for base 1, +-1 for base -1, else 0.
@@ -63,23 +37,6 @@ struct PowOp {
     } else {
       return std::pow(a, b);
     }
-  }
-};
-// NaN propagates from either side.
-struct MaxOp {
-  template <typename C> static C apply(C a, C b) {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
-    }
-    return a > b ? a : (b > a ? b : a);
-  }
-};
-struct MinOp {
-  template <typename C> static C apply(C a, C b) {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
-    }
-    return a < b ? a : (b < a ? b : a);
   }
 };
 // Mod with fmod=0: the remainder takes the divisor's sign (Python's %).

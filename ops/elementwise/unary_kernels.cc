@@ -4,59 +4,22 @@
 #include <type_traits>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/elementwise/scalar_ops.h"
 #include "ops/threading.h"
 
 namespace weir {
 
 namespace {
 
-struct NegOp {
-  template <typename C> static C apply(C x) {
-    if constexpr (std::is_integral_v<C>) {
-      using Wide = std::make_unsigned_t<std::conditional_t<(sizeof(C) < sizeof(int)), int, C>>;
-      return static_cast<C>(Wide(0) - static_cast<Wide>(x));  // wraps, as integer Sub does
-    } else {
-      return -x;
-    }
-  }
-};
-struct ReluOp {
-  template <typename C> static C apply(C x) { return x > C(0) ? x : C(0); }
-};
-struct SigmoidOp {
-  template <typename C> static C apply(C x) {
-    // Two branches so exp() never overflows: for x < 0 use e^x / (1 + e^x).
-    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
-    C e = std::exp(x);
-    return e / (C(1) + e);
-  }
-};
-struct TanhOp {
-  template <typename C> static C apply(C x) { return std::tanh(x); }
-};
-struct ExpOp {
-  template <typename C> static C apply(C x) { return std::exp(x); }
-};
-struct LogOp {
-  template <typename C> static C apply(C x) { return std::log(x); }
-};
-struct SqrtOp {
-  template <typename C> static C apply(C x) { return std::sqrt(x); }
-};
-struct AbsOp {
-  template <typename C> static C apply(C x) {
-    if constexpr (std::is_unsigned_v<C>) return x;
-    else return x < C(0) ? NegOp::apply(x) : x;  // integer minimum wraps to itself, as in NumPy
-  }
-};
-struct SignOp {
-  template <typename C> static C apply(C x) {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(x)) return x;
-    }
-    return x > C(0) ? C(1) : (x < C(0) ? C(0) - C(1) : C(0));
-  }
-};
+using elementwise::AbsOp;
+using elementwise::ExpOp;
+using elementwise::LogOp;
+using elementwise::NegOp;
+using elementwise::ReluOp;
+using elementwise::SigmoidOp;
+using elementwise::SignOp;
+using elementwise::SqrtOp;
+using elementwise::TanhOp;
 
 template <typename Op>
 class UnaryKernel final : public OpKernel {

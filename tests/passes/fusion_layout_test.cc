@@ -304,6 +304,68 @@ TEST(AttentionFusion, FusesScaledDotProductAttention) {
   }
 }
 
+// A tree of elementwise ops (x read twice, a one-element constant, every
+// op FusedElementwise knows) becomes one FusedElementwise that computes
+// exactly what the ops did, on a size that is not a multiple of its block,
+// NaN included; a value read outside the group or a broadcast operand stops it.
+TEST(ElementwiseFusion, FusesAChainIntoOneLoopWithTheSameResults) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Graph g("chain");
+    Value* x = g.add_input("x", {dtype, Shape{3, 50, 7}});
+    Value* z = g.add_input("z", {dtype, Shape{3, 50, 7}});
+    auto node = [&](const std::string& op, std::vector<Value*> in) { return g.add_node(op, in)->output(0); };
+    Value* half = g.add_constant("half", dtype == DType::kFloat32 ? Tensor::scalar(0.5f) : Tensor::scalar(0.5));
+    Value* a = node("Sigmoid", {node("Mul", {node("Add", {x, z}), half})});
+    Value* bb = node("Exp", {node("Neg", {node("Abs", {x})})});
+    Value* c = node("Div", {node("Sub", {a, bb}), node("Max", {z, half})});
+    Value* d = node("Min", {node("Relu", {node("Tanh", {c})}), node("Sqrt", {node("Abs", {z})})});
+    Value* e = node("Log", {node("Add", {node("Erf", {d}), node("Reciprocal", {node("Add", {node("Abs", {x}), half})})})});
+    g.add_output(node("Add", {node("Floor", {e}), node("Ceil", {node("Mul", {e, half})})}));
+    finish(g);
+    auto fused = g.clone();
+    PassContext ctx;
+    EXPECT_TRUE(make_pass("elementwise_fusion")->run(*fused, ctx));
+    finish(*fused);
+    ASSERT_EQ(fused->num_nodes(), 1u);
+    EXPECT_EQ(fused->nodes().front()->op_type(), "FusedElementwise");
+    Tensor xs = random_tensor(dtype, {3, 50, 7}, 1, -3.0f, 3.0f), zs = random_tensor(dtype, {3, 50, 7}, 2, -3.0f, 3.0f);
+    if (dtype == DType::kFloat32) {
+      xs.data<float>()[5] = NAN;
+      zs.data<float>()[9] = NAN;
+    } else {
+      xs.data<double>()[5] = NAN;
+      zs.data<double>()[9] = NAN;
+    }
+    Tensor before = evaluate_graph(g, {{"x", xs}, {"z", zs}})[0], after = evaluate_graph(*fused, {{"x", xs}, {"z", zs}})[0];
+    EXPECT_TRUE(before.bitwise_equal(after)) << "the same scalar functions, in the same order";
+  }
+  Graph g("stops");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{4, 6}});
+  Value* row = g.add_constant("row", random_tensor(DType::kFloat32, {6}, 3));
+  Value* shared = g.add_node("Exp", {x})->output(0);
+  g.add_output(g.add_node("Neg", {shared})->output(0));
+  g.add_output(shared);  // read outside the group
+  g.add_output(g.add_node("Add", {g.add_node("Abs", {x})->output(0), row})->output(0));  // broadcast operand
+  finish(g);
+  PassContext ctx;
+  EXPECT_FALSE(make_pass("elementwise_fusion")->run(g, ctx));
+}
+
+TEST(FusedElementwise, RejectsABadProgramNamingTheNode) {
+  for (const char* line : {"Foo 0", "Add 0 5", "Neg", "Neg 0 0"}) {
+    Graph g("bad");
+    Value* x = g.add_input("x", {DType::kFloat32, Shape{4}});
+    g.add_output(g.add_node("FusedElementwise", {x}, 1, {{"program", Attribute(std::vector<std::string>{line})}}, "odd_chain")->output(0));
+    try {
+      infer_graph_types(g, default_op_registry());
+      FAIL() << "accepted " << line;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("odd_chain"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(FusedConv, RejectsAnUnknownActivationOrLayoutNamingTheNode) {
   for (auto [attr, value] : {std::pair<const char*, const char*>{"activation", "Swish9"}, {"layout", "CHWN"}}) {
     Graph g("bad");

@@ -75,7 +75,7 @@ TEST(InferencePipeline, SimplifiesWithoutChangingResults) {
   });
   EXPECT_TRUE(pipeline->run(*after, ctx));
   EXPECT_EQ(ran, (std::vector<std::string>{"identity_elimination", "constant_folding", "common_subexpression_elimination",
-                                          "dead_code_elimination"}));
+                                          "elementwise_fusion", "dead_code_elimination"}));
   EXPECT_EQ(count_ops(*after, "Identity"), 0);
   EXPECT_EQ(count_ops(*after, "Dropout"), 0);
   EXPECT_EQ(count_ops(*after, "Tanh"), 0) << "the constant branch is folded";
@@ -110,7 +110,7 @@ TEST(InferencePipeline, LevelsAndDisabledPasses) {
   inference_pipeline(1)->run(*level1, ctx);
   EXPECT_EQ(count_ops(*level1, "MatMul"), 2) << "CSE is level 2";
   auto no_folding = cluttered_graph();
-  inference_pipeline(3, {"constant_folding"})->run(*no_folding, ctx);
+  inference_pipeline(3, {"constant_folding", "elementwise_fusion"})->run(*no_folding, ctx);
   EXPECT_EQ(count_ops(*no_folding, "Tanh"), 1);
   EXPECT_THROW(inference_pipeline(4), Error);
   try {
@@ -306,7 +306,8 @@ TEST(ConvBatchNormFolding, ResnetHasNoBatchNormLeft) {
   EXPECT_EQ(count_ops(*optimized, "Transpose"), 2) << "into the stem conv, and after the global pool (a ReduceMean on channels-last data)";
   EXPECT_EQ(count_ops(*optimized, "ChannelsLastPool"), 1);
   EXPECT_EQ(count_ops(*optimized, "Relu"), 0);
-  EXPECT_EQ(count_ops(*optimized, "Add"), 1) << "the input standardization; the eight residual Adds are sum post-ops";
+  EXPECT_EQ(count_ops(*optimized, "Add"), 0) << "the eight residual Adds are sum post-ops";
+  EXPECT_EQ(count_ops(*optimized, "FusedElementwise"), 1) << "the input standardization, (x - mean) * (1 / std)";
   EXPECT_EQ(count_ops(*optimized, "FusedMatMul"), 1) << "the classifier's MatMul + bias";
   std::printf("resnet18: %zu nodes -> %zu\n", model.graph->num_nodes(), optimized->num_nodes());
   Tensor x = Tensor::from_vector(testing::random_floats(2 * 3 * 32 * 32, 7, 0.0f, 1.0f), {2, 3, 32, 32});

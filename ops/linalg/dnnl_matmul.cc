@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/dnnl_eltwise.h"
 #include "core/half.h"
 
 namespace weir {
@@ -31,24 +32,6 @@ memory::desc matrix_desc(DType dtype, int64_t batch, int64_t rows, int64_t cols,
 }
 
 }  // namespace
-
-// The oneDNN eltwise algorithm and its (alpha, beta) for a fused activation.
-std::tuple<dnnl::algorithm, float, float> eltwise_of(const FusedActivation& act) {
-  using K = FusedActivation::Kind;
-  using A = dnnl::algorithm;
-  switch (act.kind) {
-    case K::kRelu: return {A::eltwise_relu, 0.0f, 0.0f};
-    case K::kLeakyRelu: return {A::eltwise_relu, act.alpha, 0.0f};
-    case K::kClip: return {A::eltwise_clip, act.alpha, act.beta};
-    case K::kSigmoid: return {A::eltwise_logistic, 0.0f, 0.0f};
-    case K::kTanh: return {A::eltwise_tanh, 0.0f, 0.0f};
-    case K::kSilu: return {A::eltwise_swish, 1.0f, 0.0f};
-    case K::kGelu: return {A::eltwise_gelu_erf, 0.0f, 0.0f};
-    case K::kGeluTanh: return {A::eltwise_gelu_tanh, 0.0f, 0.0f};
-    case K::kNone: break;
-  }
-  throw Error(ErrorKind::kInternal, "no oneDNN post-op for activation None");
-}
 
 // One cached primitive, and B packed into its preferred layout when B is constant.
 struct CachedMatmul {
@@ -76,7 +59,7 @@ struct DnnlMatmul::Impl {
     if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
     if (!p.activation.none()) {
       dnnl::post_ops ops;
-      auto [algorithm, alpha, beta] = eltwise_of(p.activation);
+      auto [algorithm, alpha, beta] = dnnl_eltwise(p.activation);
       ops.append_eltwise(1.0f, algorithm, alpha, beta);
       attr.set_post_ops(ops);
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/dnnl_eltwise.h"
 
 namespace weir {
 
@@ -62,24 +63,6 @@ Descs plain_descs(DType dtype, const ConvProblem& p, bool channels_last) {
   }
   d.bias = memory::desc({p.out_channels}, type, Tag::x);
   return d;
-}
-
-// The oneDNN eltwise algorithm and its (alpha, beta) for a fused activation.
-std::tuple<dnnl::algorithm, float, float> eltwise_post_op(const FusedActivation& act) {
-  using K = FusedActivation::Kind;
-  using A = dnnl::algorithm;
-  switch (act.kind) {
-    case K::kRelu: return {A::eltwise_relu, 0.0f, 0.0f};
-    case K::kLeakyRelu: return {A::eltwise_relu, act.alpha, 0.0f};
-    case K::kClip: return {A::eltwise_clip, act.alpha, act.beta};
-    case K::kSigmoid: return {A::eltwise_logistic, 0.0f, 0.0f};
-    case K::kTanh: return {A::eltwise_tanh, 0.0f, 0.0f};
-    case K::kSilu: return {A::eltwise_swish, 1.0f, 0.0f};
-    case K::kGelu: return {A::eltwise_gelu_erf, 0.0f, 0.0f};
-    case K::kGeluTanh: return {A::eltwise_gelu_tanh, 0.0f, 0.0f};
-    case K::kNone: break;
-  }
-  throw Error(ErrorKind::kInternal, "no oneDNN post-op for activation None");
 }
 
 memory::desc any_like(const memory::desc& plain) {
@@ -171,7 +154,7 @@ struct DnnlConv::Impl {
     dnnl::post_ops ops;
     if (options.sum) ops.append_sum(1.0f);
     if (!options.activation.none()) {
-      auto [algorithm, alpha, beta] = eltwise_post_op(options.activation);
+      auto [algorithm, alpha, beta] = dnnl_eltwise(options.activation);
       ops.append_eltwise(1.0f, algorithm, alpha, beta);
     }
     if (ops.len() > 0) attr.set_post_ops(ops);

@@ -113,7 +113,10 @@ std::unique_ptr<Pass> make_pass(const std::string& name) {
   throw Error(ErrorKind::kInvalidArgument, "unknown pass '" + name + "' (passes: " + names + ")");
 }
 
-std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled) {
+namespace {
+
+std::unique_ptr<Pipeline> pipeline_of(const char* pipeline_name, int level, const std::set<std::string>& disabled,
+                                      const std::set<std::string>& allowed) {
   if (level < 0 || level > 3) {
     throw Error(ErrorKind::kInvalidArgument, "optimization level " + std::to_string(level) + " is not in 0..3");
   }
@@ -122,11 +125,24 @@ std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::stri
     for (const std::string& n : pass_names()) known = known || n == name;
     if (!known) make_pass(name);  // throws naming the choices
   }
-  auto pipeline = std::make_unique<Pipeline>("inference");
+  auto pipeline = std::make_unique<Pipeline>(pipeline_name);
   for (const Registered& r : registered()) {
-    if (r.level <= level && !disabled.count(r.name)) pipeline->add(r.make());
+    if (r.level <= level && !disabled.count(r.name) && (allowed.empty() || allowed.count(r.name))) pipeline->add(r.make());
   }
   return pipeline;
+}
+
+}  // namespace
+
+std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled) {
+  return pipeline_of("inference", level, disabled, {});
+}
+
+std::unique_ptr<Pipeline> training_pipeline(int level, const std::set<std::string>& disabled) {
+  // In the registered order, which suits training graphs too.
+  return pipeline_of("training", level, disabled,
+                     {"identity_elimination", "shape_op_folding", "no_op_elimination", "constant_folding",
+                      "common_subexpression_elimination", "elementwise_fusion", "dead_code_elimination"});
 }
 
 }  // namespace weir

@@ -62,4 +62,11 @@ std::unique_ptr<Pass> make_pass(const std::string& name);
 // without the passes named in `disabled` (each must be a known pass name).
 std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled = {});
 
+// The pipeline for a training step graph (after autodiff and the optimizer
+// updates), at level 0 to 3: the simplifications and elementwise_fusion,
+// which rewrite forward and backward ops alike; not the inference-only
+// fusions (their ops have no gradient, and the conv and matmul fusions and
+// the layout want constant weights) nor freezing (nothing to freeze).
+std::unique_ptr<Pipeline> training_pipeline(int level, const std::set<std::string>& disabled = {});
+
 }  // namespace weir

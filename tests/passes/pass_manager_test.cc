@@ -351,6 +351,30 @@ TEST(ConvActivationFusion, MatchesConvThenRelu) {
   }
 }
 
+// The training pipeline on an MLP training step (forward, backward, Adam):
+// the step graph shrinks, and three steps on the same batches give the same
+// parameters as the unoptimized graph.
+TEST(TrainingPipeline, KeepsTheTrainingStepExact) {
+  models::ClassifierGraph train = models::build_classifier("mlp", 8, /*training=*/true);
+  TrainingGraph step = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam});
+  auto optimized = train.graph->clone();
+  PassContext ctx;
+  training_pipeline(3)->run(*optimized, ctx);
+  std::printf("mlp training step: %zu nodes -> %zu\n", train.graph->num_nodes(), optimized->num_nodes());
+  EXPECT_LT(optimized->num_nodes(), train.graph->num_nodes());
+  Session plain(compile(*train.graph)), fused(compile(*optimized));
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = Tensor::from_vector(testing::random_floats(8 * 784, 20 + static_cast<uint32_t>(i), 0.0f, 1.0f), {8, 1, 28, 28});
+    Tensor labels = Tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {8});
+    std::map<std::string, Tensor> feeds = {{"x", x}, {"labels", labels}, {step.lr_input, Tensor::scalar(1e-3f)}};
+    if (!step.step_input.empty()) feeds[step.step_input] = Tensor::scalar<int64_t>(i + 1);
+    EXPECT_TRUE(plain.run(feeds)[0].bitwise_equal(fused.run(feeds)[0])) << "loss of step " << i;
+  }
+  for (const std::string& name : step.parameters) {
+    EXPECT_TRUE(plain.state(name).bitwise_equal(fused.state(name))) << name;
+  }
+}
+
 TEST(FreezeParameters, TrainingGraphsKeepTheirParameters) {
   models::ClassifierGraph train = models::build_classifier("mlp", 4, /*training=*/true);
   minimize(*train.graph, train.loss, {.kind = OptimizerKind::kSgd});

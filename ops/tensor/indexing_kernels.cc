@@ -1,5 +1,6 @@
 #include "ops/tensor/indexing_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -32,18 +33,28 @@ void move_pieces(const std::vector<const Tensor*>& pieces, const Tensor& joined,
   int64_t inner = span(joined.sizes(), static_cast<size_t>(axis) + 1, joined.sizes().size());
   int64_t joined_row = joined.sizes()[static_cast<size_t>(axis)] * inner;
   auto* base = static_cast<char*>(joined.raw_data());
+  std::vector<int64_t> offsets;
   int64_t offset = 0;
   for (const Tensor* piece : pieces) {
-    int64_t piece_row = piece->sizes()[static_cast<size_t>(axis)] * inner;
-    auto* data = static_cast<char*>(piece->raw_data());
-    for (int64_t o = 0; o < outer && piece_row > 0; ++o) {
-      char* whole = base + static_cast<size_t>(o * joined_row + offset) * element;
-      char* part = data + static_cast<size_t>(o * piece_row) * element;
-      if (join) std::memcpy(whole, part, static_cast<size_t>(piece_row) * element);
-      else std::memcpy(part, whole, static_cast<size_t>(piece_row) * element);
-    }
-    offset += piece_row;
+    offsets.push_back(offset);
+    offset += piece->sizes()[static_cast<size_t>(axis)] * inner;
   }
+  // Rows split across threads: a channel concat of channels-last data copies
+  // thousands of short rows, and one core's copy bandwidth was the limit.
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(joined_row, 1));
+  parallel_for(outer, grain, [&](int64_t begin, int64_t end) {
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      int64_t piece_row = pieces[p]->sizes()[static_cast<size_t>(axis)] * inner;
+      if (piece_row == 0) continue;
+      auto* data = static_cast<char*>(pieces[p]->raw_data());
+      for (int64_t o = begin; o < end; ++o) {
+        char* whole = base + static_cast<size_t>(o * joined_row + offsets[p]) * element;
+        char* part = data + static_cast<size_t>(o * piece_row) * element;
+        if (join) std::memcpy(whole, part, static_cast<size_t>(piece_row) * element);
+        else std::memcpy(part, whole, static_cast<size_t>(piece_row) * element);
+      }
+    }
+  });
 }
 
 class ConcatKernel final : public OpKernel {

@@ -204,6 +204,31 @@ TEST(OnnxImport, FilesReadInitializersFromTheMappingLikeBytes) {
   fs::remove_all(dir);
 }
 
+// Random byte changes to a model file go through the payload splitter and
+// the importer: each gives a weir::Error naming the file or imports, never a
+// crash (the splitter is new parsing code on untrusted bytes; run under ASan).
+TEST(OnnxImport, MutatedFilesAreErrorsNotCrashes) {
+  const std::string bytes = small_conv_model().bytes();
+  fs::path dir = temp_dir("mutated");
+  fs::path file = dir / "mutated.onnx";
+  std::mt19937 engine(11);
+  int rejected = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string mutated = bytes;
+    int changes = 1 + static_cast<int>(engine() % 4);
+    for (int c = 0; c < changes; ++c) mutated[engine() % mutated.size()] = static_cast<char>(engine());
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << mutated;
+    try {
+      import_onnx_model(file.string());
+    } catch (const Error& e) {
+      ++rejected;
+      EXPECT_NE(std::string(e.what()).find("mutated.onnx"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  fs::remove_all(dir);
+}
+
 TEST(OnnxImport, BadInitializerDataNamesTheInitializer) {
   ModelBuilder m = small_conv_model();
   m.graph->mutable_initializer(0)->mutable_raw_data()->resize(10);  // 3*2*3*3 floats need 216 bytes

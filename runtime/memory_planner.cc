@@ -15,11 +15,23 @@ int64_t align_up(int64_t bytes) {
   return (bytes + a - 1) / a * a;
 }
 
-// The static byte size of a value, or -1 when it is not known at compile time.
-int64_t static_bytes(const Value* value) {
+// The byte size of a value, or -1 when a dim is symbolic and unbound.
+int64_t static_bytes(const Value* value, const SymbolBindings* bindings) {
   const TensorType& type = value->type();
-  if (type.dtype == DType::kUndefined || !type.shape.has_rank() || !type.shape.is_static()) return -1;
-  return type.shape.num_elements() * static_cast<int64_t>(dtype_size(type.dtype));
+  if (type.dtype == DType::kUndefined || !type.shape.has_rank()) return -1;
+  int64_t elements = 1;
+  for (const Dim& dim : type.shape.dims()) {
+    int64_t size = -1;
+    if (dim.is_static()) {
+      size = dim.size();
+    } else if (bindings != nullptr) {
+      auto found = bindings->find(dim.symbol_name());
+      if (found != bindings->end()) size = found->second;
+    }
+    if (size < 0 || (size > 0 && elements > (int64_t{1} << 50) / size)) return -1;
+    elements *= size;
+  }
+  return elements * static_cast<int64_t>(dtype_size(type.dtype));
 }
 
 // A buffer: a planned root value with the views of it and the in-place
@@ -60,7 +72,8 @@ int MemoryPlan::arena_of(const Device& device) const {
   return -1;
 }
 
-MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpRegistry& registry) {
+MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpRegistry& registry,
+                       const SymbolBindings* bindings) {
   std::unordered_set<const Value*> graph_outputs(graph.outputs().begin(), graph.outputs().end());
   std::unordered_map<const Node*, int> step_of;
   for (size_t i = 0; i < schedule.steps.size(); ++i) step_of[schedule.steps[i].node] = static_cast<int>(i);
@@ -92,7 +105,7 @@ MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpReg
         }
         continue;
       }
-      int64_t bytes = static_bytes(value);
+      int64_t bytes = static_bytes(value, bindings);
       if (bytes <= 0 || step.device.type != DeviceType::kCpu) {
         buffer_of[value] = -1;
         continue;
@@ -190,7 +203,7 @@ MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpReg
     for (const Value* value : buffer.values) {
       // Views are not given a slot: the kernel returns the viewed memory.
       if (value != buffer.values.front() && !in_place.count(value)) continue;
-      int64_t bytes = static_bytes(value);
+      int64_t bytes = static_bytes(value, bindings);
       plan.slots[value] = {arena, offset, bytes, in_place.count(value) > 0};
       plan.total_value_bytes += bytes;
       ++plan.planned_values;

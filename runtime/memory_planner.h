@@ -25,6 +25,8 @@
 
 #include <cstdint>
 #include <string>
+#include <map>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +61,13 @@ struct MemoryPlan {
   int arena_of(const Device& device) const;  // -1 when the device has none
 };
 
-MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpRegistry& registry);
+// Sizes for symbolic dims, by symbol name ("N" -> 8).
+using SymbolBindings = std::map<std::string, int64_t>;
+
+// Plans the values whose sizes are known: static ones, and with `bindings`
+// those whose symbolic dims are all bound (a Session plans again per input
+// shape for a graph with a symbolic batch). Others are allocated when produced.
+MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpRegistry& registry,
+                       const SymbolBindings* bindings = nullptr);
 
 }  // namespace weir

@@ -14,8 +14,9 @@
 namespace weir {
 
 Plan::Plan(std::unique_ptr<Graph> graph, std::vector<Device> devices, Schedule schedule, MemoryPlan memory,
-           const KernelRegistry& kernels)
-    : graph_(std::move(graph)), devices_(std::move(devices)), schedule_(std::move(schedule)), memory_(std::move(memory)) {
+           const KernelRegistry& kernels, const OpRegistry* replan)
+    : graph_(std::move(graph)), devices_(std::move(devices)), schedule_(std::move(schedule)), memory_(std::move(memory)),
+      replan_(replan) {
   for (const ScheduleStep& step : schedule_.steps) {
     kernels_.push_back(kernels.create(*step.node, step.device.type));
   }
@@ -91,7 +92,7 @@ std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& op
   Schedule schedule = build_schedule(*placed, devices, ops);
   MemoryPlan memory = options.plan_memory ? plan_memory(*placed, schedule, ops) : MemoryPlan{};
   return std::make_shared<const Plan>(std::move(placed), std::move(devices), std::move(schedule), std::move(memory),
-                                      kernels);
+                                      kernels, options.plan_memory ? &ops : nullptr);
 }
 
 }  // namespace weir

@@ -54,8 +54,10 @@ class Plan {
  public:
   // Assembles a plan from a placed graph, its schedule and memory plan, and
   // instantiates the kernels. compile() and the plan-file loader call it.
+  // `replan` (the op registry) lets a Session plan memory again for the
+  // shapes it is fed when the graph has symbolic dims; nullptr: it does not.
   Plan(std::unique_ptr<Graph> graph, std::vector<Device> devices, Schedule schedule, MemoryPlan memory,
-       const KernelRegistry& kernels);
+       const KernelRegistry& kernels, const OpRegistry* replan = nullptr);
 
   const Graph& graph() const { return *graph_; }
   const std::vector<Device>& devices() const { return devices_; }
@@ -63,6 +65,7 @@ class Plan {
   int rank_of(const Device& device) const;
   const Schedule& schedule() const { return schedule_; }
   const MemoryPlan& memory() const { return memory_; }
+  const OpRegistry* replan_registry() const { return replan_; }
   OpKernel& kernel(size_t step) const { return *kernels_.at(step); }
   // Index of each value among graph().values(), for per-run tables.
   int value_index(const Value* value) const { return value_index_.at(value); }
@@ -80,6 +83,7 @@ class Plan {
   std::vector<Device> devices_;
   Schedule schedule_;
   MemoryPlan memory_;
+  const OpRegistry* replan_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;
   std::vector<const Value*> values_;
   std::unordered_map<const Value*, int> value_index_;

@@ -423,7 +423,7 @@ std::shared_ptr<const Plan> load_plan(const std::filesystem::path& path, const L
       }
     }
     return std::make_shared<const Plan>(std::move(graph), std::move(devices), std::move(schedule), std::move(memory),
-                                        kernels);
+                                        kernels, &ops);
   } catch (Error& error) {
     error.with_file(path.string());
     throw;

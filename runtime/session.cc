@@ -18,7 +18,8 @@ struct Session::RunState {
   std::unique_ptr<std::atomic<int>[]> uses_left;       // by value index
   std::vector<char> ready;                             // by step, for in-order streams (mutex_)
   std::vector<size_t> cursor;                          // by stream (mutex_)
-  std::vector<std::shared_ptr<Storage>> arenas;        // by plan arena
+  std::shared_ptr<const MemoryPlan> memory;            // the memory plan for this run's feeds
+  std::vector<std::shared_ptr<Storage>> arenas;        // by arena of `memory`
   int completed = 0;                                   // mutex_
   int in_flight = 0;                                   // queued or running steps (mutex_)
   int attached_streams = 0;                            // mutex_
@@ -91,6 +92,9 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
   if (plan_->has_collectives()) make_communicators();
 
   const Graph& graph = plan_->graph();
+  for (const Value* input : graph.inputs()) {
+    if (input->shape().has_rank() && !input->shape().is_static()) symbolic_inputs_ = true;
+  }
   const auto& values = plan_->values();
   state_.resize(values.size());
   release_after_uses_.assign(values.size(), -1);
@@ -140,6 +144,35 @@ void Session::make_communicators() {
   communicators_ = make_in_process_group(static_cast<int>(plan_->devices().size()), group);
 }
 
+std::shared_ptr<const MemoryPlan> Session::memory_for(const std::map<std::string, Tensor>& feeds) {
+  // The plan's own memory plan, shared without a copy (it lives as long as the plan).
+  std::shared_ptr<const MemoryPlan> fixed(plan_, &plan_->memory());
+  if (!symbolic_inputs_ || plan_->replan_registry() == nullptr) return fixed;
+  SymbolBindings bindings;
+  for (const Value* input : plan_->graph().inputs()) {
+    auto fed = feeds.find(input->name());
+    if (fed == feeds.end() || !input->shape().has_rank()) continue;
+    const std::vector<Dim>& dims = input->shape().dims();
+    if (fed->second.sizes().size() != dims.size()) return fixed;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (!dims[i].is_symbolic()) continue;
+      auto [it, inserted] = bindings.emplace(dims[i].symbol_name(), fed->second.sizes()[i]);
+      if (!inserted && it->second != fed->second.sizes()[i]) return fixed;  // the run fails its shape checks anyway
+    }
+  }
+  std::lock_guard<std::mutex> lock(memory_mutex_);
+  auto found = memory_plans_.find(bindings);
+  if (found != memory_plans_.end()) return found->second;
+  // A few shapes are planned and kept; beyond that, runs fall back to the
+  // plan's own (values with unbound dims are then allocated as produced).
+  constexpr size_t kMaxPlannedShapes = 8;
+  if (memory_plans_.size() >= kMaxPlannedShapes) return fixed;
+  auto planned = std::make_shared<const MemoryPlan>(
+      plan_memory(plan_->graph(), plan_->schedule(), *plan_->replan_registry(), &bindings));
+  memory_plans_.emplace(bindings, planned);
+  return planned;
+}
+
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, const RunOptions& options) {
   std::unique_lock<std::mutex> serial(collective_run_mutex_, std::defer_lock);
   if (plan_->has_collectives()) serial.lock();
@@ -180,7 +213,8 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, con
   for (size_t i = 0; i < release_after_uses_.size(); ++i) run.uses_left[i] = release_after_uses_[i];
   run.ready.assign(num_steps, 0);
   run.cursor.assign(schedule.streams.size(), 0);
-  for (const DeviceArena& arena : plan_->memory().arenas) {
+  run.memory = memory_for(feeds);
+  for (const DeviceArena& arena : run.memory->arenas) {
     int rank = plan_->rank_of(arena.device);
     run.arenas.push_back(arena.bytes > 0 ? std::make_shared<Storage>(*allocators_[rank], static_cast<size_t>(arena.bytes))
                                          : nullptr);
@@ -277,7 +311,7 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   KernelContext ctx(node, std::move(inputs), allocator);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[rank].get());
   ctx.set_rng_counter(run.rng_counter);
-  const MemoryPlan& memory = plan_->memory();
+  const MemoryPlan& memory = *run.memory;
   for (size_t o = 0; o < node.num_outputs(); ++o) {
     const BufferSlot* slot = node.output(o) != nullptr ? memory.find(node.output(o)) : nullptr;
     if (slot == nullptr || !run.arenas[slot->arena]) continue;

@@ -113,8 +113,15 @@ class Session {
   void worker_loop();
   void stream_loop(int stream);
 
+  // The memory plan for a run's feeds: the plan's own, or (for a graph with
+  // symbolic input dims) one planned for the fed sizes, cached by binding.
+  std::shared_ptr<const MemoryPlan> memory_for(const std::map<std::string, Tensor>& feeds);
+
   std::shared_ptr<const Plan> plan_;
   SessionOptions options_;
+  bool symbolic_inputs_ = false;
+  std::mutex memory_mutex_;
+  std::map<SymbolBindings, std::shared_ptr<const MemoryPlan>> memory_plans_;
   std::vector<CachingAllocator*> allocators_;                  // by rank
   std::vector<std::shared_ptr<Communicator>> communicators_;   // by rank; empty without collectives
   std::vector<Tensor> state_;                                  // by plan value index; persistent values only

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"

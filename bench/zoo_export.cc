@@ -15,6 +15,7 @@
 // unit scale. The batch dim stays symbolic unless --batch is given.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -66,7 +67,9 @@ int main(int argc, char** argv) {
       for (int i = 0; i < calibrate; ++i) {
         weir::Tensor x = weir::Tensor::uninitialized(weir::DType::kFloat32, sizes);
         for (int64_t j = 0; j < x.num_elements(); ++j) x.data<float>()[j] = pixel(rng);
-        weir::Tensor labels = weir::Tensor::from_vector<int64_t>({0, 1, 2, 3}, {4});
+        std::vector<int64_t> classes(4);
+        for (int64_t j = 0; j < 4; ++j) classes[static_cast<size_t>(j)] = j % std::max<int64_t>(zoo.classes, 1);
+        weir::Tensor labels = weir::Tensor::from_vector(classes, {4});
         session.run({{train.input, x}, {train.labels, labels}});
       }
       weir::bake_state(session, *model.graph);

@@ -33,4 +33,14 @@ bool scalar_value(const Value* value, double& result) {
   return false;
 }
 
+std::vector<int64_t> transpose_perm(const Node& transpose) {
+  if (transpose.has_attr("perm")) return transpose.attr("perm").ints();
+  const Value* input = transpose.num_inputs() > 0 ? transpose.input(0) : nullptr;
+  if (input == nullptr || !input->shape().has_rank()) return {};
+  const auto rank = static_cast<size_t>(input->shape().rank());
+  std::vector<int64_t> reversed(rank);
+  for (size_t i = 0; i < rank; ++i) reversed[i] = static_cast<int64_t>(rank - 1 - i);
+  return reversed;
+}
+
 }  // namespace weir

@@ -6,6 +6,8 @@
 //   double c;  if (scalar_value(rhs, c) && c == 1.0)  // a one-element f32/f64 constant
 #pragma once
 
+#include <vector>
+
 #include "core/graph.h"
 
 namespace weir {
@@ -22,5 +24,9 @@ Value* other_input(const Node& node, const Value* value);
 
 // The value of a one-element f32 or f64 constant.
 bool scalar_value(const Value* value, double& result);
+
+// A Transpose node's permutation: its perm attribute, else ONNX's default
+// (the axes reversed) for an input of known rank; empty when neither is known.
+std::vector<int64_t> transpose_perm(const Node& transpose);
 
 }  // namespace weir

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "ops/dnnl_eltwise.h"
+#include "ops/dnnl_packed_weights.h"
 #include "core/half.h"
 
 namespace weir {
@@ -37,9 +38,7 @@ memory::desc matrix_desc(DType dtype, int64_t batch, int64_t rows, int64_t cols,
 struct CachedMatmul {
   std::shared_ptr<dnnl::matmul> primitive;
   memory::desc b_wanted;
-  std::mutex packed_mutex;
-  const void* packed_source = nullptr;
-  std::optional<memory> packed_b;
+  PackedWeights packed_b;  // used when B is constant
 };
 
 struct DnnlMatmul::Impl {
@@ -77,26 +76,12 @@ struct DnnlMatmul::Impl {
     return created;
   }
 
-  // B in the primitive's layout, reordered once per source pointer.
-  memory packed_b(CachedMatmul& c, const MatmulProblem& p, const void* b, dnnl::stream& stream) {
-    std::lock_guard<std::mutex> lock(c.packed_mutex);
-    if (!c.packed_b || c.packed_source != b) {
-      memory user(matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), engine, const_cast<void*>(b));
-      memory packed(c.b_wanted, engine);
-      dnnl::reorder(user, packed).execute(stream, user, packed);
-      stream.wait();
-      c.packed_b = packed;
-      c.packed_source = b;
-    }
-    return *c.packed_b;
-  }
-
   void execute(const MatmulProblem& p, const void* a, const void* b, void* c, const void* bias) {
     std::shared_ptr<CachedMatmul> cached = primitive(p);
     // A stream per call: streams are cheap on the CPU and not shared across threads.
     dnnl::stream stream(engine);
     memory a_mem(matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a), engine, const_cast<void*>(a));
-    memory b_mem = p.constant_b ? packed_b(*cached, p, b, stream)
+    memory b_mem = p.constant_b ? cached->packed_b.get(b, matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), cached->b_wanted, engine, stream)
                                 : memory(matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), engine, const_cast<void*>(b));
     memory c_mem(matrix_desc(p.dtype, p.batch, p.m, p.n, false), engine, c);
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};

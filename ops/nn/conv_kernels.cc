@@ -172,10 +172,9 @@ class ConvKernel final : public OpKernel {
     if (empty) {
       if (bias != nullptr && y.num_elements() > 0) add_channel_bias(y, *bias, last);
       if (addend != nullptr && y.num_elements() > 0) {
-        Tensor copy = addend->clone();
         dispatch_dtype(y.dtype(), [&]<typename T>() {
           if constexpr (!std::is_same_v<T, bool>) {
-            for (int64_t i = 0; i < y.num_elements(); ++i) y.data<T>()[i] = store<T>(load(y.data<T>()[i]) + load(copy.data<T>()[i]));
+            for (int64_t i = 0; i < y.num_elements(); ++i) y.data<T>()[i] = store<T>(load(y.data<T>()[i]) + load(addend->data<T>()[i]));
           }
         });
       }

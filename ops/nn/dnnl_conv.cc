@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "ops/dnnl_eltwise.h"
+#include "ops/dnnl_packed_weights.h"
 
 namespace weir {
 
@@ -99,11 +100,7 @@ struct Cached {
   // a concurrent run allocates its own.
   std::mutex buffers_busy;
   std::vector<memory> buffers;  // one per input, the output, the scratchpad; empty until first use
-  // Forward with constant weights: the weights in the primitive's layout,
-  // reordered once (on first use) from the plain tensor at `packed_source`.
-  std::mutex packed_mutex;
-  const void* packed_source = nullptr;
-  std::optional<memory> packed_weights;
+  PackedWeights packed_weights;  // forward with constant weights
   std::optional<dnnl::reorder> addend_to_wanted;  // forward with a sum post-op on a blocked output
 };
 
@@ -166,7 +163,7 @@ struct DnnlConv::Impl {
                                                   {Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine),
                                                    Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
                                                   Operand(DNNL_ARG_DST, d.out, pd.dst_desc(), true, engine),
-                                                  std::nullopt, {}, {}, {}, nullptr, std::nullopt, std::nullopt});
+                                                  std::nullopt, {}, {}, {}, std::nullopt});
       if (with_bias) c->bias = d.bias;
       // The sum post-op adds what the destination holds: the addend goes
       // there first, reordered when the primitive's layout is not the plain one.
@@ -185,7 +182,7 @@ struct DnnlConv::Impl {
                                                 {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
                                                  Operand(DNNL_ARG_WEIGHTS, d.weight, pd.weights_desc(), false, engine)},
                                                 Operand(DNNL_ARG_DIFF_SRC, d.in, pd.diff_src_desc(), true, engine),
-                                                std::nullopt, {}, {}, {}, nullptr, std::nullopt, std::nullopt});
+                                                std::nullopt, {}, {}, {}, std::nullopt});
     }
     dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, any_like(d.in),
                                                   any_like(d.weight), any_like(d.out), strides, dilates, pl, pr);
@@ -194,21 +191,7 @@ struct DnnlConv::Impl {
                                               {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
                                                Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine)},
                                               Operand(DNNL_ARG_DIFF_WEIGHTS, d.weight, pd.diff_weights_desc(), true, engine),
-                                              std::nullopt, {}, {}, {}, nullptr, std::nullopt, std::nullopt});
-  }
-
-  // The weights in the primitive's layout, reordered once per source tensor.
-  memory packed_weights(Cached& c, const Operand& operand, const void* source, dnnl::stream& stream) {
-    std::lock_guard<std::mutex> lock(c.packed_mutex);
-    if (!c.packed_weights || c.packed_source != source) {
-      memory packed(operand.wanted, engine);
-      memory user(operand.plain, engine, const_cast<void*>(source));
-      operand.to_wanted->execute(stream, user, packed);
-      stream.wait();
-      c.packed_weights = packed;
-      c.packed_source = source;
-    }
-    return *c.packed_weights;
+                                              std::nullopt, {}, {}, {}, std::nullopt});
   }
 
   void run(Direction direction, DType dtype, const ConvProblem& p, const void* a, const void* b, const void* bias,
@@ -234,7 +217,7 @@ struct DnnlConv::Impl {
         continue;
       }
       if (options.constant_weights && operand.arg == DNNL_ARG_WEIGHTS) {
-        args.emplace(operand.arg, packed_weights(*c, operand, sources[i], stream));
+        args.emplace(operand.arg, c->packed_weights.get(sources[i], operand.plain, operand.wanted, engine, stream));
         continue;
       }
       operand.to_wanted->execute(stream, user, buffers[i]);

@@ -14,7 +14,7 @@ Value* split_heads_source(Value* v, const std::vector<int64_t>& order, int64_t& 
   Value* current = v;
   while (current->producer() != nullptr && current->producer()->op_type() == "Transpose" && current->producer()->domain().empty()) {
     const Node* t = current->producer();
-    std::vector<int64_t> perm = t->has_attr("perm") ? t->attr("perm").ints() : std::vector<int64_t>{};
+    std::vector<int64_t> perm = transpose_perm(*t);
     if (perm.size() != 4 || current->uses().size() != 1) return nullptr;
     for (int64_t& axis : map) axis = perm[static_cast<size_t>(axis)];
     current = t->input(0);
@@ -84,7 +84,7 @@ class AttentionRule final : public RewriteRule {
     Node* pv = only_reader(p, "MatMul");
     if (pv == nullptr || pv->input(0) != p) return false;
     Node* back = only_reader(pv->output(0), "Transpose");
-    if (back == nullptr || !back->has_attr("perm") || back->attr("perm").ints() != std::vector<int64_t>{0, 2, 1, 3}) return false;
+    if (back == nullptr || transpose_perm(*back) != std::vector<int64_t>{0, 2, 1, 3}) return false;
     Node* merge = only_reader(back->output(0), "Reshape");
     if (merge == nullptr) return false;
     int64_t hq = 0, dq = 0, hk = 0, dk = 0, hv = 0, dv = 0;

@@ -29,10 +29,6 @@ std::vector<int64_t> to_first_perm(int64_t rank) {
   return perm;
 }
 
-std::vector<int64_t> perm_of(const Node& transpose) {
-  return transpose.has_attr("perm") ? transpose.attr("perm").ints() : std::vector<int64_t>{};
-}
-
 TensorType permuted(const TensorType& type, const std::vector<int64_t>& perm) {
   if (!type.shape.has_rank() || type.shape.rank() != static_cast<int64_t>(perm.size())) return {type.dtype, Shape::unknown_rank()};
   std::vector<Dim> dims;
@@ -81,14 +77,14 @@ Value* to_channels_last(Graph& graph, Value* value, int64_t rank, const std::opt
   std::vector<int64_t> perm = to_last_perm(rank);
   for (const Use& use : value->uses()) {
     Node* reader = use.node;
-    if (reader->op_type() == "Transpose" && reader->domain().empty() && perm_of(*reader) == perm) return reader->output(0);
+    if (reader->op_type() == "Transpose" && reader->domain().empty() && transpose_perm(*reader) == perm) return reader->output(0);
   }
   return add_transpose(graph, value, perm, value->name() + "_to_nhwc", device)->output(0);
 }
 
 bool is_channels_first_transpose(const Node* node) {
   if (node == nullptr || node->op_type() != "Transpose" || !node->domain().empty()) return false;
-  std::vector<int64_t> perm = perm_of(*node);
+  std::vector<int64_t> perm = transpose_perm(*node);
   return perm.size() >= 3 && perm == to_first_perm(static_cast<int64_t>(perm.size()));
 }
 
@@ -107,7 +103,7 @@ class TransposePairRule final : public RewriteRule {
   bool apply(Node& outer, Rewriter& rw) override {
     Node* inner = rw.producer_of(outer.input(0), "Transpose");
     if (inner == nullptr || !outer.control_inputs().empty()) return false;
-    std::vector<int64_t> p = perm_of(*inner), q = perm_of(outer);
+    std::vector<int64_t> p = transpose_perm(*inner), q = transpose_perm(outer);
     if (p.empty() || p.size() != q.size()) return false;
     std::vector<int64_t> combined;
     bool identity = true;
@@ -146,7 +142,7 @@ class SinkTransposeRule final : public RewriteRule {
       Node* producer = input != nullptr ? input->producer() : nullptr;
       if (is_channels_first_transpose(producer)) {
         first = producer;
-        rank = static_cast<int64_t>(perm_of(*producer).size());
+        rank = static_cast<int64_t>(transpose_perm(*producer).size());
         break;
       }
     }
@@ -159,7 +155,7 @@ class SinkTransposeRule final : public RewriteRule {
         continue;
       }
       Node* producer = input->producer();
-      if (is_channels_first_transpose(producer) && static_cast<int64_t>(perm_of(*producer).size()) == rank &&
+      if (is_channels_first_transpose(producer) && static_cast<int64_t>(transpose_perm(*producer).size()) == rank &&
           input->type().shape == out_shape) {
         inputs.push_back(producer->input(0));
         continue;
@@ -253,7 +249,7 @@ class SinkTransposeThroughGlobalPoolRule final : public RewriteRule {
   bool apply(Node& pool, Rewriter& rw) override {
     Node* transpose = channels_first_input(pool);
     if (transpose == nullptr) return false;
-    auto rank = static_cast<int64_t>(perm_of(*transpose).size());
+    auto rank = static_cast<int64_t>(transpose_perm(*transpose).size());
     std::vector<int64_t> axes;
     for (int64_t i = 1; i + 1 < rank; ++i) axes.push_back(i);
     Node* moved = rw.graph().add_node(pool.op_type() == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax",
@@ -277,7 +273,7 @@ class SinkTransposeThroughConcatRule final : public RewriteRule {
     for (Value* input : concat.inputs()) {
       Node* producer = input != nullptr ? input->producer() : nullptr;
       if (!is_channels_first_transpose(producer)) return false;
-      auto r = static_cast<int64_t>(perm_of(*producer).size());
+      auto r = static_cast<int64_t>(transpose_perm(*producer).size());
       if (rank != 0 && r != rank) return false;
       rank = r;
       inputs.push_back(producer->input(0));

@@ -6,13 +6,6 @@ namespace weir {
 
 namespace {
 
-std::vector<int64_t> permutation(const Node& node, size_t rank) {
-  if (node.has_attr("perm")) return node.attr("perm").ints();
-  std::vector<int64_t> reversed(rank);  // ONNX default: reverse the axes
-  for (size_t i = 0; i < rank; ++i) reversed[i] = static_cast<int64_t>(rank - 1 - i);
-  return reversed;
-}
-
 bool is_identity(const std::vector<int64_t>& perm) {
   for (size_t i = 0; i < perm.size(); ++i) {
     if (perm[i] != static_cast<int64_t>(i)) return false;
@@ -37,7 +30,7 @@ Value* passthrough_of(const Node& node) {
   const bool same_dtype = in->dtype() == out->dtype();
   const bool same_shape = in->shape().has_rank() && in->shape().is_static() && out->shape().has_rank() &&
                           out->shape() == in->shape();
-  if (op == "Transpose" && in->shape().has_rank() && is_identity(permutation(node, in->shape().rank()))) return in;
+  if (op == "Transpose" && in->shape().has_rank() && is_identity(transpose_perm(node))) return in;
   if (op == "Cast" && same_dtype) return in;
   if ((op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten") && same_shape &&
       same_dtype) {
@@ -50,7 +43,7 @@ Value* passthrough_of(const Node& node) {
   if (origin == nullptr || origin->dtype() != out->dtype()) return nullptr;
   if (op == "Transpose" && origin->shape().has_rank()) {
     const size_t rank = origin->shape().rank();
-    std::vector<int64_t> p1 = permutation(*first, rank), p2 = permutation(node, rank);
+    std::vector<int64_t> p1 = transpose_perm(*first), p2 = transpose_perm(node);
     if (p1.size() != rank || p2.size() != rank) return nullptr;
     std::vector<int64_t> composed(rank);
     for (size_t i = 0; i < rank; ++i) composed[i] = p1[static_cast<size_t>(p2[i])];

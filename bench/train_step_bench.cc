@@ -26,9 +26,15 @@ struct TrainStep {
   std::map<std::string, weir::Tensor> feeds;
 };
 
-TrainStep make_step(const std::string& model, int64_t batch) {
+weir::Strategy amp_strategy(bool bf16) {
+  weir::Strategy strategy;
+  strategy.amp.enabled = bf16;
+  return strategy;
+}
+
+TrainStep make_step(const std::string& model, int64_t batch, const weir::Strategy& strategy = {}) {
   weir::models::ClassifierGraph g = weir::models::build_classifier(model, batch, /*training=*/true);
-  weir::TrainingGraph info = weir::minimize(*g.graph, g.loss, {.kind = weir::OptimizerKind::kAdam});
+  weir::TrainingGraph info = weir::minimize(*g.graph, g.loss, {.kind = weir::OptimizerKind::kAdam}, strategy);
   TrainStep step;
   step.session = std::make_unique<weir::Session>(weir::compile(*g.graph));
   std::vector<int64_t> sizes = {batch};
@@ -43,18 +49,21 @@ TrainStep make_step(const std::string& model, int64_t batch) {
   return step;
 }
 
-void BM_TrainStep(benchmark::State& state, const std::string& model) {
-  TrainStep step = make_step(model, 64);
+void BM_TrainStep(benchmark::State& state, const std::string& model, bool bf16) {
+  TrainStep step = make_step(model, 64, amp_strategy(bf16));
   for (int i = 0; i < 3; ++i) step.session->run(step.feeds);  // warm-up: first-touch, oneDNN primitives
   for (auto _ : state) benchmark::DoNotOptimize(step.session->run(step.feeds));
 }
 
-BENCHMARK_CAPTURE(BM_TrainStep, mlp, std::string("mlp"))->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK_CAPTURE(BM_TrainStep, lenet, std::string("lenet"))->Unit(benchmark::kMillisecond)->MinTime(3.0);
+BENCHMARK_CAPTURE(BM_TrainStep, mlp, std::string("mlp"), false)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_TrainStep, lenet, std::string("lenet"), false)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+// AMP: the same steps with matmul and conv in bf16 (f32 master weights).
+BENCHMARK_CAPTURE(BM_TrainStep, mlp_bf16, std::string("mlp"), true)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(BM_TrainStep, lenet_bf16, std::string("lenet"), true)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 // Where the time of a step goes, by op type, over 20 profiled steps.
-void print_profile(const std::string& model) {
-  TrainStep step = make_step(model, 64);
+void print_profile(const std::string& model, bool bf16) {
+  TrainStep step = make_step(model, 64, amp_strategy(bf16));
   for (int i = 0; i < 3; ++i) step.session->run(step.feeds);
   weir::Profiler profiler;
   weir::RunOptions options;
@@ -70,7 +79,7 @@ void print_profile(const std::string& model) {
   std::vector<std::pair<int64_t, std::string>> sorted;
   for (const auto& [op, ns] : by_op) sorted.emplace_back(ns, op);
   std::sort(sorted.rbegin(), sorted.rend());
-  std::printf("\n%s: kernel time per step %.3f ms\n", model.c_str(), static_cast<double>(total) / runs / 1e6);
+  std::printf("\n%s%s: kernel time per step %.3f ms\n", model.c_str(), bf16 ? " (bf16 AMP)" : "", static_cast<double>(total) / runs / 1e6);
   for (const auto& [ns, op] : sorted) {
     std::printf("  %-28s %8.3f ms  %5.1f%%\n", op.c_str(), static_cast<double>(ns) / runs / 1e6,
                 100.0 * static_cast<double>(ns) / static_cast<double>(total));
@@ -84,8 +93,9 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (std::getenv("WEIR_BENCH_PROFILE") != nullptr) {
-    print_profile("mlp");
-    print_profile("lenet");
+    print_profile("mlp", false);
+    print_profile("lenet", false);
+    print_profile("lenet", true);
   }
   return 0;
 }

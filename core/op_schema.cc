@@ -114,6 +114,11 @@ OpSchema& OpSchema::traits(OpTrait traits) {
   return *this;
 }
 
+OpSchema& OpSchema::add_traits(OpTrait traits) {
+  traits_ = traits_ | traits;
+  return *this;
+}
+
 OpSchema& OpSchema::infer(ShapeInferenceFn fn) {
   inference_ = std::move(fn);
   return *this;

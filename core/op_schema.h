@@ -43,6 +43,12 @@ enum class OpTrait : uint32_t {
   kInplaceable = 1u << 4,   // output 0 may reuse input 0's buffer
   kStateful = 1u << 5,      // reads or writes persistent values or RNG state
   kViewOfInput = 1u << 6,   // output 0 may be input 0's memory itself (a view, no copy)
+  // Mixed precision (passes/precision): an op that runs faster in bf16/f16
+  // with f32 accumulation inside (matmul, conv) is on the allow list; one
+  // whose result needs f32 range or accumulation (softmax, norms, losses,
+  // reductions, exp/log) is on the deny list. Others follow their inputs.
+  kLowPrecisionCompute = 1u << 7,
+  kFullPrecisionCompute = 1u << 8,
 };
 
 constexpr OpTrait operator|(OpTrait a, OpTrait b) {
@@ -137,6 +143,7 @@ class OpSchema {
   OpSchema& attr(std::string name, AttrType type, std::optional<Attribute> default_value = std::nullopt);
   OpSchema& required_attr(std::string name, AttrType type);
   OpSchema& traits(OpTrait traits);
+  OpSchema& add_traits(OpTrait traits);  // ORs into those set so far
   OpSchema& infer(ShapeInferenceFn fn);
   OpSchema& gradient(GradientFn fn);
   OpSchema& doc(std::string text);

@@ -14,6 +14,7 @@ Var mlp(GraphBuilder& b, Var x, const MlpConfig& config) {
   for (size_t i = 0; i < config.hidden.size(); ++i) {
     nn::Linear fc(b, "fc" + std::to_string(i + 1), features, config.hidden[i]);
     h = nn::relu(fc(h));
+    if (config.dropout > 0) h = nn::dropout(h, config.dropout, /*training=*/true);
     features = config.hidden[i];
   }
   nn::Linear out(b, "fc" + std::to_string(config.hidden.size() + 1), features, config.classes);

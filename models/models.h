@@ -18,8 +18,9 @@ namespace weir::models {
 struct MlpConfig {
   std::vector<int64_t> hidden = {256};  // 784-256-10
   int64_t classes = 10;
+  double dropout = 0.0;  // > 0: Dropout (training) after each ReLU
 };
-// Flatten, then Linear+ReLU per hidden size, then a Linear to the classes.
+// Flatten, then Linear+ReLU(+Dropout) per hidden size, then a Linear to the classes.
 Var mlp(GraphBuilder& b, Var x, const MlpConfig& config);
 
 struct LenetConfig {

@@ -12,7 +12,7 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
                                           const Tensor& train_labels, const Tensor* test_examples,
                                           const Tensor* test_labels) {
   ClassifierGraph train = build_classifier(options.model, options.batch, /*training=*/true, options.zoo);
-  TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer);
+  TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, options.strategy);
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
   Session session(compile(*train.graph), session_options);
@@ -37,6 +37,7 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   result.ms_per_step = stats.ms_per_step;
   result.last_loss = stats.last_loss;
   result.peak_memory_bytes = session.memory_stats(Device::cpu()).stats.peak_bytes;
+  result.training = step;
 
   ClassifierGraph infer = build_classifier(options.model, 0, /*training=*/false, options.zoo);
   bake_state(session, *infer.graph);

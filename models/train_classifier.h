@@ -29,6 +29,7 @@ struct ClassifierTraining {
   int64_t epochs = 1;
   int64_t steps = 0;  // > 0: this many steps instead of epochs
   OptimizerConfig optimizer{};
+  Strategy strategy{};      // AMP, recompute
   double lr = 1e-3;
   uint64_t data_seed = 1;   // the loader's shuffling
   int inter_op_threads = 1;
@@ -45,6 +46,7 @@ struct ClassifierTrainingResult {
   double last_loss = 0;
   double test_accuracy = -1;   // -1 without a test set
   int64_t peak_memory_bytes = 0;  // the allocator's peak during training
+  TrainingGraph training{};       // what minimize() made of the step (AMP, recompute figures)
   std::unique_ptr<Graph> inference_graph{};  // symbolic batch, trained weights baked in
 };
 

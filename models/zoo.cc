@@ -35,7 +35,9 @@ ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool tr
   }
   Var logits;
   if (name == "mlp") {
-    logits = mlp(b, features, {.hidden = {256}, .classes = options.classes});
+    logits = mlp(b, features,
+                 {.hidden = std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(options.mlp_layers, 0)), options.mlp_width),
+                  .classes = options.classes, .dropout = training ? options.mlp_dropout : 0.0});
   } else if (name == "lenet") {
     logits = lenet(b, features, {.in_channels = options.in_channels, .image_size = options.image_size, .classes = options.classes});
   } else if (name == "resnet18" || name == "resnet50") {

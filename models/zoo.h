@@ -31,6 +31,11 @@ struct ZooOptions {
   // training-set statistics. std <= 0 turns it off.
   double input_mean = 0.2860;
   double input_std = 0.3530;
+  // mlp: hidden Linear+ReLU layers, their width, and dropout after each
+  // (training form only; 0: none)
+  int64_t mlp_layers = 1;
+  int64_t mlp_width = 256;
+  double mlp_dropout = 0.0;
   // bert
   int64_t layers = 2;
   int64_t hidden = 128;

@@ -7,6 +7,9 @@
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
 #include "passes/autodiff/autodiff.h"
+#include "passes/memory/recompute.h"
+#include "passes/precision/auto_mixed_precision.h"
+#include "runtime/memory_estimate.h"
 
 namespace weir {
 
@@ -63,12 +66,17 @@ std::string optimizer_kind_name(OptimizerKind kind) {
   return name;
 }
 
-TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config) {
-  return minimize(graph, loss, config, default_op_registry());
+TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config, const Strategy& strategy) {
+  return minimize(graph, loss, config, strategy, default_op_registry());
 }
 
 TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
                        const OpRegistry& registry) {
+  return minimize(graph, loss, config, Strategy{}, registry);
+}
+
+TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
+                       const Strategy& strategy, const OpRegistry& registry) {
   TrainingGraph result;
   result.loss = loss;
   Value* loss_value = graph.find_value(loss);
@@ -76,7 +84,10 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
     throw Error(ErrorKind::kInvalidArgument, "minimize: the loss '" + loss + "' is not a value of graph '" +
                                                  graph.name() + "'");
   }
-  for (const char* reserved : {"lr", "step"}) {
+  const AmpStrategy& amp = strategy.amp;
+  const bool scaling = amp.enabled && (amp.loss_scaling == AmpStrategy::LossScaling::kOn ||
+                                       (amp.loss_scaling == AmpStrategy::LossScaling::kAuto && amp_needs_loss_scaling(amp.dtype)));
+  for (const char* reserved : {"lr", "step", "loss_scale"}) {
     if (graph.find_value(reserved) != nullptr) {
       throw Error(ErrorKind::kInvalidArgument, std::string("minimize: graph '") + graph.name() +
                                                    "' already has a value named '" + reserved +
@@ -88,7 +99,31 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
     if (v->role() == PersistentRole::kParameter) params.push_back(v);
   }
   if (params.empty()) throw Error(ErrorKind::kInvalidArgument, "minimize: graph '" + graph.name() + "' has no parameters");
-  std::vector<Value*> grads = append_backward(graph, loss_value, params, registry);
+  PassContext context(registry);
+  if (amp.enabled) {
+    AutoMixedPrecision pass({.low = amp.dtype, .allow = amp.allow, .deny = amp.deny});
+    pass.run(graph, context);
+    result.amp_low_precision_nodes = pass.low_precision_nodes();
+    result.amp_casts = pass.casts_inserted();
+  }
+  // Dynamic loss scaling: differentiate loss * scale, so gradients too small
+  // for f16 are lifted into its range; they are divided back below.
+  Value* scale = nullptr;
+  Value* differentiated = loss_value;
+  if (scaling) {
+    if (loss_value->dtype() != DType::kFloat32) {
+      throw Error(ErrorKind::kInvalidArgument, "minimize: loss scaling needs an f32 loss, '" + loss + "' is " +
+                                                   loss_value->type().to_string());
+    }
+    scale = graph.add_persistent("loss_scale", {DType::kFloat32, Shape{}}, PersistentRole::kOptimizerState,
+                                 Tensor::scalar<float>(static_cast<float>(amp.initial_scale)));
+    Node* mul = graph.add_node("Mul", {loss_value, scale}, 1, {}, graph.unique_name(loss + "/scaled"));
+    infer_node_types(*mul, registry);
+    differentiated = mul->output(0);
+    result.loss_scale = "loss_scale";
+    result.optimizer_state.push_back("loss_scale");
+  }
+  std::vector<Value*> grads = append_backward(graph, differentiated, params, registry);
 
   std::vector<Value*> trained, trained_grads;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -102,6 +137,15 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
   }
   if (trained.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "minimize: the loss '" + loss + "' depends on no parameter");
+  }
+  Value* found_inf = nullptr;
+  if (scaling) {
+    std::vector<Value*> inputs = {scale};
+    inputs.insert(inputs.end(), trained_grads.begin(), trained_grads.end());
+    Node* unscale = graph.add_node("UnscaleGradients", inputs, trained_grads.size() + 1, {}, graph.unique_name("unscale_gradients"));
+    infer_node_types(*unscale, registry);
+    found_inf = unscale->output(0);
+    for (size_t i = 0; i < trained_grads.size(); ++i) trained_grads[i] = unscale->output(i + 1);
   }
   if (config.clip_global_norm > 0) {
     std::vector<Value*> clip_inputs = trained_grads;
@@ -142,12 +186,26 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
     }
     inputs.push_back(lr);
     if (step != nullptr) inputs.push_back(step);
+    if (found_inf != nullptr) inputs.push_back(found_inf);
     size_t num_outputs = 1 + state_names(kind).size();
     Node* update = graph.add_node(op_type_of(kind), inputs, num_outputs, attrs,
                                   graph.unique_name(param->name() + "/" + optimizer_kind_name(kind)));
     if (auto* producer = trained_grads[i]->producer(); producer != nullptr && producer->device()) {
       update->set_device(*producer->device());
     }
+    for (Node* reader : readers) update->add_control_input(reader);
+  }
+  if (scaling) {
+    std::unordered_set<Node*> readers;
+    collect_readers(scale, registry, readers);
+    Value* good_steps = graph.add_persistent("loss_scale/good_steps", {DType::kInt64, Shape{}}, PersistentRole::kOptimizerState,
+                                             Tensor::scalar<int64_t>(0));
+    result.optimizer_state.push_back("loss_scale/good_steps");
+    Node* update = graph.add_node("UpdateLossScale", {scale, good_steps, found_inf}, 2,
+                                  {{"growth_factor", Attribute(amp.growth_factor)},
+                                   {"backoff_factor", Attribute(amp.backoff_factor)},
+                                   {"growth_interval", Attribute(amp.growth_interval)}},
+                                  graph.unique_name("update_loss_scale"));
     for (Node* reader : readers) update->add_control_input(reader);
   }
   if (graph.outputs().empty() || graph.outputs().front() != loss_value) {
@@ -159,6 +217,24 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
     }
   }
   infer_graph_types(graph, registry);
+
+  const RecomputeStrategy& recompute = strategy.recompute;
+  if (recompute.mode != RecomputeMode::kOff) {
+    RecomputeOptions options;
+    options.loss = loss;
+    options.checkpoints = recompute.checkpoints;
+    options.automatic = recompute.mode == RecomputeMode::kAuto;
+    options.memory_budget = recompute.memory_budget;
+    options.estimate_peak = [&registry](Graph& g) { return estimate_memory(g, registry).total(); };
+    Recompute pass(options);
+    pass.run(graph, context);
+    result.recompute_checkpoints = pass.checkpoints();
+    result.recomputed_nodes = pass.recomputed_nodes();
+    result.peak_bytes_before_recompute = pass.peak_before();
+    result.peak_bytes_after_recompute = pass.peak_after();
+  } else if (recompute.memory_budget > 0) {
+    throw Error(ErrorKind::kInvalidArgument, "minimize: a memory budget needs recompute (auto)");
+  }
   return result;
 }
 

@@ -19,6 +19,7 @@
 
 #include "core/graph.h"
 #include "core/op_schema.h"
+#include "frontend/strategy/strategy.h"
 
 namespace weir {
 
@@ -45,12 +46,33 @@ struct TrainingGraph {
   std::vector<std::string> parameters{};   // updated, in graph order
   std::vector<std::string> frozen{};     // parameters the loss does not depend on (not updated)
   std::vector<std::string> optimizer_state{};
+  // With a Strategy: AMP (low-precision nodes, casts inserted), dynamic loss
+  // scaling (the persistent scale, empty when off) and recompute (the
+  // checkpoints kept, the nodes cloned, the estimated peak bytes before
+  // and after).
+  int amp_low_precision_nodes = 0;
+  int amp_casts = 0;
+  std::string loss_scale{};
+  std::vector<std::string> recompute_checkpoints{};
+  int recomputed_nodes = 0;
+  int64_t peak_bytes_before_recompute = 0;
+  int64_t peak_bytes_after_recompute = 0;
 };
 
 // Appends the backward graph and the updates for every parameter. The loss
 // must be a scalar; it stays (or becomes) the graph's first output.
+//
+// With a Strategy (frontend/strategy): AMP casts the forward graph first
+// (passes/precision), so autodiff differentiates through the casts and the
+// f32 parameters stay the master copies; fp16 also scales the loss, unscales
+// the gradients, skips the update when one overflowed and adapts the scale
+// (ops/optimizer/loss_scaling.h). Recompute (passes/memory) runs last, on
+// the whole step, with the runtime's memory planner as its peak estimate.
+TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
+                       const Strategy& strategy, const OpRegistry& registry);
+TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
+                       const Strategy& strategy = {});
 TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
                        const OpRegistry& registry);
-TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config);
 
 }  // namespace weir

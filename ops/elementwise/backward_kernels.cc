@@ -4,6 +4,8 @@
 
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/elementwise/half_bits.h"
+#include "ops/threading.h"
 
 namespace weir {
 
@@ -40,7 +42,17 @@ class ActivationGradKernel final : public OpKernel {
         const T* g = dy.data<T>();
         const T* s = saved.data<T>();
         T* out = dx.data<T>();
-        for (int64_t i = 0; i < dy.num_elements(); ++i) out[i] = store<T>(Op::apply(load(g[i]), load(s[i])));
+        parallel_for(dy.num_elements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          if constexpr (std::is_same_v<Op, ReluGradOp> && sizeof(T) == 2) {
+            // bf16/f16: dY or zero, selected without rounding back.
+            const auto* grad_bits = reinterpret_cast<const uint16_t*>(g);
+            const auto* saved_bits = reinterpret_cast<const uint16_t*>(s);
+            auto* result = reinterpret_cast<uint16_t*>(out);
+            for (int64_t i = begin; i < end; ++i) result[i] = static_cast<uint16_t>(grad_bits[i] & positive_mask<T>(saved_bits[i]));
+          } else {
+            for (int64_t i = begin; i < end; ++i) out[i] = store<T>(Op::apply(load(g[i]), load(s[i])));
+          }
+        });
       } else {
         ctx.fail("needs a floating-point type, got " + dy.type_string());
       }

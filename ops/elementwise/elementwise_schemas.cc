@@ -180,8 +180,8 @@ void register_elementwise_schemas(OpRegistry& registry) {
   registry.add(binary("Mul", OpTrait::kCommutative, "A * B, with NumPy broadcasting").gradient(mul_gradient));
   registry.add(binary("Div", OpTrait::kNone, "A / B, with NumPy broadcasting; integer division truncates")
                    .gradient(div_gradient));
-  registry.add(binary("Pow", OpTrait::kNone, "A^B, with NumPy broadcasting; integers by repeated squaring")
-                   .gradient(pow_gradient));
+  registry.add(std::move(binary("Pow", OpTrait::kNone, "A^B, with NumPy broadcasting; integers by repeated squaring")
+                   .gradient(pow_gradient).add_traits(OpTrait::kFullPrecisionCompute)));
   registry.add(binary("Mod", OpTrait::kNone,
                       "remainder of A / B: with the divisor's sign (fmod=0, integers only) or the dividend's "
                       "(fmod=1); integer % 0 is an error")
@@ -204,16 +204,16 @@ void register_elementwise_schemas(OpRegistry& registry) {
   registry.add(unary("Sigmoid", kFloatingTypes, activation_gradient("SigmoidGrad", /*use_output=*/true),
                      "1 / (1 + exp(-X))"));
   registry.add(unary("Tanh", kFloatingTypes, activation_gradient("TanhGrad", /*use_output=*/true), "tanh(X)"));
-  registry.add(unary("Exp", kFloatingTypes,
+  registry.add(std::move(unary("Exp", kFloatingTypes,
                      [](GradientContext& ctx) {  // d exp(x) = exp(x): reuse the output
                        if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Mul", {grad, ctx.node().output(0)})[0]);
                      },
-                     "e^X"));
-  registry.add(unary("Log", kFloatingTypes,
+                     "e^X").add_traits(OpTrait::kFullPrecisionCompute)));
+  registry.add(std::move(unary("Log", kFloatingTypes,
                      [](GradientContext& ctx) {  // d log(x) = 1 / x
                        if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Div", {grad, ctx.node().input(0)})[0]);
                      },
-                     "natural logarithm of X"));
+                     "natural logarithm of X").add_traits(OpTrait::kFullPrecisionCompute)));
   registry.add(unary("Sqrt", kFloatingTypes,
                      [](GradientContext& ctx) {  // d sqrt(x) = 1 / (2 sqrt(x)): reuse the output
                        Value* grad = ctx.output_grad(0);

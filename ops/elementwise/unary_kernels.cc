@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/elementwise/half_bits.h"
 #include "ops/elementwise/scalar_ops.h"
 #include "ops/threading.h"
 
@@ -39,6 +40,15 @@ class UnaryKernel final : public OpKernel {
       } else {
         const T* in = x.data<T>();
         T* out = y.data<T>();
+        if constexpr (std::is_same_v<Op, ReluOp> && sizeof(T) == 2 && std::is_floating_point_v<ComputeType<T>>) {
+          // bf16/f16 Relu selects the input or zero: no rounding back needed.
+          const auto* bits = reinterpret_cast<const uint16_t*>(in);
+          auto* result = reinterpret_cast<uint16_t*>(out);
+          parallel_for(x.num_elements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) result[i] = static_cast<uint16_t>(bits[i] & positive_mask<T>(bits[i]));
+          });
+          return;
+        }
         parallel_for(x.num_elements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
           for (int64_t i = begin; i < end; ++i) out[i] = store<T>(Op::apply(load(in[i])));
         });

@@ -173,6 +173,7 @@ void register_linalg_schemas(OpRegistry& registry) {
       .type_constraint("T", kMatmulTypes)
       .infer(infer_matmul)
       .gradient(matmul_gradient)
+      .add_traits(OpTrait::kLowPrecisionCompute)
       .doc("Matrix product with NumPy semantics: batched, broadcast, 1-D operands promoted");
   registry.add(std::move(matmul));
 
@@ -188,12 +189,14 @@ void register_linalg_schemas(OpRegistry& registry) {
       .attr("transB", AttrType::kInt, Attribute(0))
       .infer(infer_gemm)
       .gradient(gemm_gradient)
+      .add_traits(OpTrait::kLowPrecisionCompute)
       .doc("Y = alpha * op(A) * op(B) + beta * C, op transposing when transA/transB is set");
   registry.add(std::move(gemm));
 
   // What the matmul_fusion pass makes: a MatMul with a 2-D right operand,
   // its bias and an activation, in one oneDNN primitive. Inference only.
   OpSchema fused("FusedMatMul");
+  fused.add_traits(OpTrait::kLowPrecisionCompute);
   fused.input("A", "T")
       .input("B", "T")
       .input("bias", "T", Arity::kOptional)

@@ -53,6 +53,7 @@ OpSchema class_loss(const char* name, const char* doc) {
       .attr("reduction", AttrType::kString, Attribute("mean"))
       .infer(infer_class_loss)
       .doc(doc);
+  schema.add_traits(OpTrait::kFullPrecisionCompute);
   return schema;
 }
 
@@ -163,6 +164,7 @@ void register_loss_schemas(OpRegistry& registry) {
         ctx.set_input_grad(1, same ? negated : ctx.emit("SumToShape", {negated, node.input(1)})[0]);
       })
       .doc("(prediction - target)^2, target broadcast to the prediction; reduced by mean (default), sum or none");
+  mse.add_traits(OpTrait::kFullPrecisionCompute);
   registry.add(std::move(mse));
 
   OpSchema mse_grad("MeanSquaredErrorGrad");

@@ -129,8 +129,9 @@ OpSchema conv_backward(const char* name, std::vector<const char*> inputs, size_t
 }  // namespace
 
 void register_conv_schemas(OpRegistry& registry) {
-  registry.add(conv("Conv", ConvKind::kForward,
-                    "N-D convolution (1 to 3 spatial axes) of X [N, C, ...] with W [K, C/group, k...], plus B [K]"));
+  registry.add(std::move(conv("Conv", ConvKind::kForward,
+                              "N-D convolution (1 to 3 spatial axes) of X [N, C, ...] with W [K, C/group, k...], plus B [K]")
+                             .add_traits(OpTrait::kLowPrecisionCompute)));
   // What conv_activation_fusion and the layout pass make: Conv then an
   // activation in one kernel (a oneDNN post-op), on channels-first or
   // channels-last data. Inference only: no gradient rule.
@@ -141,6 +142,7 @@ void register_conv_schemas(OpRegistry& registry) {
                         "[N, spatial..., C], Y [N, spatial..., K])");
   fused.input("Z", "T", Arity::kOptional)
       .inplace_input(3)  // the sum post-op adds Y onto Z where it lies
+      .add_traits(OpTrait::kLowPrecisionCompute)
       .gradient(GradientFn())
       .attr("activation", AttrType::kString, Attribute("None"))
       .attr("activation_alpha", AttrType::kFloat, Attribute(0.0))
@@ -167,8 +169,9 @@ void register_conv_schemas(OpRegistry& registry) {
         ctx.set_output_type(0, y);
       });
   registry.add(std::move(fused));
-  registry.add(conv("ConvTranspose", ConvKind::kTranspose,
-                    "transposed convolution of X [N, C, ...] with W [C, K/group, k...], plus B [K]"));
+  registry.add(std::move(conv("ConvTranspose", ConvKind::kTranspose,
+                              "transposed convolution of X [N, C, ...] with W [C, K/group, k...], plus B [K]")
+                             .add_traits(OpTrait::kLowPrecisionCompute)));
   registry.add(conv_backward("ConvGradData", {"dY", "W", "X"}, 2,
                              "gradient of Conv (or ConvTranspose when transposed=1) with respect to X"));
   registry.add(conv_backward("ConvGradWeight", {"dY", "X", "W"}, 2,

@@ -92,6 +92,7 @@ void register_normalization_schemas(OpRegistry& registry) {
       .attr("training_mode", AttrType::kInt, Attribute(int64_t{0}))
       .infer(infer_batch_norm)
       .gradient(norm_gradient("BatchNormGrad", {3, 4}))
+      .add_traits(OpTrait::kFullPrecisionCompute)
       .doc("per-channel (axis 1) normalization: with the given mean/var, or in training_mode with the batch's "
            "statistics (biased variance), also giving running = running * momentum + batch * (1 - momentum)");
   registry.add(std::move(batch_norm));
@@ -106,6 +107,7 @@ void register_normalization_schemas(OpRegistry& registry) {
       .attr("stash_type", AttrType::kInt, Attribute(int64_t{1}))
       .infer(infer_layer_norm)
       .gradient(norm_gradient("LayerNormGrad", {}))
+      .add_traits(OpTrait::kFullPrecisionCompute)
       .doc("normalizes over axes [axis, rank), then Scale and B (broadcast over those axes); Mean and InvStdDev "
            "are f32 (f64 for f64 input)");
   registry.add(std::move(layer_norm));
@@ -116,6 +118,7 @@ void register_normalization_schemas(OpRegistry& registry) {
       .attr("epsilon", AttrType::kFloat, Attribute(1e-5))
       .infer(infer_instance_norm)
       .gradient(norm_gradient("InstanceNormGrad", {}))
+      .add_traits(OpTrait::kFullPrecisionCompute)
       .doc("normalizes each (N, C) plane over its spatial axes, then per-channel scale and B");
   registry.add(std::move(instance_norm));
 

@@ -5,6 +5,7 @@
 #endif
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -279,24 +280,47 @@ void max_pool_backward_non_overlapping(const ConvProblem& p, const T* src, const
 }
 
 #if defined(__SSE2__)
-// 2x2/2 windows of one f32 plane, four windows per step in SSE registers:
-// the window's maximum, then masks that pick its first maximal tap. Returns
-// false (having written garbage) when the plane holds a NaN, for which the
-// scalar path's first-NaN rule applies instead.
-bool max_pool_backward_2x2_f32(const ConvProblem& p, const float* src, const float* grad, float* dx) {
+// Four consecutive elements as f32 lanes, and back. bf16 is the top half of
+// an f32, so both directions are exact shifts (dX holds only dY values and
+// zeros, which need no rounding).
+inline __m128 load4(const float* p) { return _mm_loadu_ps(p); }
+inline void store4(float* p, __m128 v) { _mm_storeu_ps(p, v); }
+inline __m128 load4(const BFloat16* p) {
+  __m128i half = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), half));
+}
+inline void store4(BFloat16* p, __m128 v) {
+  __m128i top = _mm_srai_epi32(_mm_castps_si128(v), 16);  // sign-extended: packs cannot saturate
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packs_epi32(top, top));
+}
+inline float to_float(float v) { return v; }
+inline float to_float(BFloat16 v) { return bf16_bits_to_float(v.bits); }
+inline void from_exact_float(float* p, float v) { *p = v; }
+inline void from_exact_float(BFloat16* p, float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  p->bits = static_cast<uint16_t>(bits >> 16);
+}
+
+// 2x2/2 windows of one f32 or bf16 plane, four windows per step in SSE
+// registers: the window's maximum, then masks that pick its first maximal
+// tap. Returns false (having written garbage) when the plane holds a NaN,
+// for which the scalar path's first-NaN rule applies instead.
+template <typename T>
+bool max_pool_backward_2x2(const ConvProblem& p, const T* src, const T* grad, T* dx) {
   const int64_t W = p.in[1], OH = p.out[0], OW = p.out[1];
   __m128 nan = _mm_setzero_ps();
   const __m128 all = _mm_castsi128_ps(_mm_set1_epi32(-1));
   for (int64_t oh = 0; oh < OH; ++oh) {
-    const float* r0 = src + 2 * oh * W;
-    const float* r1 = r0 + W;
-    const float* g = grad + oh * OW;
-    float* o0 = dx + 2 * oh * W;
-    float* o1 = o0 + W;
+    const T* r0 = src + 2 * oh * W;
+    const T* r1 = r0 + W;
+    const T* g = grad + oh * OW;
+    T* o0 = dx + 2 * oh * W;
+    T* o1 = o0 + W;
     int64_t ow = 0;
     for (; ow + 4 <= OW; ow += 4) {
-      __m128 x0 = _mm_loadu_ps(r0 + 2 * ow), x1 = _mm_loadu_ps(r0 + 2 * ow + 4);
-      __m128 y0 = _mm_loadu_ps(r1 + 2 * ow), y1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+      __m128 x0 = load4(r0 + 2 * ow), x1 = load4(r0 + 2 * ow + 4);
+      __m128 y0 = load4(r1 + 2 * ow), y1 = load4(r1 + 2 * ow + 4);
       __m128 a = _mm_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), b = _mm_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
       __m128 c = _mm_shuffle_ps(y0, y1, _MM_SHUFFLE(2, 0, 2, 0)), d = _mm_shuffle_ps(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
       nan = _mm_or_ps(nan, _mm_or_ps(_mm_cmpunord_ps(a, b), _mm_cmpunord_ps(c, d)));
@@ -306,28 +330,29 @@ bool max_pool_backward_2x2_f32(const ConvProblem& p, const float* src, const flo
       __m128 taken = _mm_or_ps(ha, hb);
       __m128 hc = _mm_andnot_ps(taken, _mm_cmpeq_ps(c, m));
       __m128 hd = _mm_andnot_ps(_mm_or_ps(taken, hc), all);
-      __m128 gv = _mm_loadu_ps(g + ow);
+      __m128 gv = load4(g + ow);
       __m128 ga = _mm_and_ps(ha, gv), gb = _mm_and_ps(hb, gv), gc = _mm_and_ps(hc, gv), gd = _mm_and_ps(hd, gv);
-      _mm_storeu_ps(o0 + 2 * ow, _mm_unpacklo_ps(ga, gb));
-      _mm_storeu_ps(o0 + 2 * ow + 4, _mm_unpackhi_ps(ga, gb));
-      _mm_storeu_ps(o1 + 2 * ow, _mm_unpacklo_ps(gc, gd));
-      _mm_storeu_ps(o1 + 2 * ow + 4, _mm_unpackhi_ps(gc, gd));
+      store4(o0 + 2 * ow, _mm_unpacklo_ps(ga, gb));
+      store4(o0 + 2 * ow + 4, _mm_unpackhi_ps(ga, gb));
+      store4(o1 + 2 * ow, _mm_unpacklo_ps(gc, gd));
+      store4(o1 + 2 * ow + 4, _mm_unpackhi_ps(gc, gd));
     }
     for (; ow < OW; ++ow) {
-      float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+      float a = to_float(r0[2 * ow]), b = to_float(r0[2 * ow + 1]), c = to_float(r1[2 * ow]), d = to_float(r1[2 * ow + 1]);
       if ((a != a) | (b != b) | (c != c) | (d != d)) return false;
       float m = std::max(std::max(a, b), std::max(c, d));
       bool ha = a == m, hb = !ha & (b == m), hc = !ha & !hb & (c == m), hd = !ha & !hb & !hc;
-      o0[2 * ow] = ha ? g[ow] : 0.0f;
-      o0[2 * ow + 1] = hb ? g[ow] : 0.0f;
-      o1[2 * ow] = hc ? g[ow] : 0.0f;
-      o1[2 * ow + 1] = hd ? g[ow] : 0.0f;
+      float gw = to_float(g[ow]);
+      from_exact_float(o0 + 2 * ow, ha ? gw : 0.0f);
+      from_exact_float(o0 + 2 * ow + 1, hb ? gw : 0.0f);
+      from_exact_float(o1 + 2 * ow, hc ? gw : 0.0f);
+      from_exact_float(o1 + 2 * ow + 1, hd ? gw : 0.0f);
     }
   }
   if (_mm_movemask_ps(nan) != 0) return false;
   const int64_t H = p.in[0];
   for (int64_t h = 0; h < H; ++h) {
-    for (int64_t w = h < OH * 2 ? OW * 2 : 0; w < W; ++w) dx[h * W + w] = 0.0f;
+    for (int64_t w = h < OH * 2 ? OW * 2 : 0; w < W; ++w) from_exact_float(dx + h * W + w, 0.0f);
   }
   return true;
 }
@@ -356,9 +381,9 @@ class PoolGradKernel final : public OpKernel {
           parallel_for(p.batch * p.in_channels, 1, [&](int64_t begin, int64_t end) {
             for (int64_t plane = begin; plane < end; ++plane) {
 #if defined(__SSE2__)
-              if constexpr (std::is_same_v<T, float>) {
+              if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
                 if (p.kernel[0] == 2 && p.kernel[1] == 2 &&
-                    max_pool_backward_2x2_f32(p, in + plane * in_plane, grad + plane * out_plane, out + plane * in_plane)) {
+                    max_pool_backward_2x2(p, in + plane * in_plane, grad + plane * out_plane, out + plane * in_plane)) {
                   continue;
                 }
               }

@@ -32,6 +32,7 @@ OpSchema softmax_like(const char* name, const char* doc) {
       .attr("axis", AttrType::kInt, Attribute(-1))
       .infer(infer_along_axis)
       .doc(doc);
+  schema.add_traits(OpTrait::kFullPrecisionCompute);
   return schema;
 }
 

@@ -62,6 +62,16 @@ class UpdateKernel final : public OpKernel {
         }
       }
     }
+    const size_t skip_index = 3 + num_state + (num_state == 2 ? 1 : 0);
+    if (ctx.num_inputs() > skip_index) {
+      const Tensor& skip = ctx.input(skip_index);
+      if (skip.dtype() != DType::kBool || skip.num_elements() != 1) ctx.fail("skip must be a bool scalar, got " + skip.type_string());
+      if (skip.data<bool>()[0]) {  // an overflowed step: everything stays as it was
+        ctx.set_output(0, param);
+        for (size_t i = 0; i < num_state && i + 1 < ctx.num_outputs(); ++i) ctx.set_output(1 + i, ctx.input(2 + i));
+        return;
+      }
+    }
     double lr = scalar_value(ctx, 2 + num_state, "lr");
     double step = num_state == 2 ? scalar_value(ctx, 5, "step") : 1;
     if (num_state == 2 && step < 1) ctx.fail("step must be at least 1 (it counts from 1), got " + std::to_string(step));

@@ -39,10 +39,14 @@ OpSchema update(const char* name, std::vector<const char*> state, bool has_step,
   for (const char* s : state) schema.input(s, "T");
   schema.input("lr", "S");
   if (has_step) schema.input("step", "I");
+  // Dynamic loss scaling's overflow flag: when true the update is skipped
+  // and the parameter and its state stay as they are.
+  schema.input("skip", "B", Arity::kOptional);
   schema.output("param_out", "T");
   for (const char* s : state) schema.output(std::string(s) + "_out", "T");
   schema.type_constraint("T", kParamTypes).type_constraint("S", kScalarTypes);
   if (has_step) schema.type_constraint("I", {DType::kInt64, DType::kInt32});
+  schema.type_constraint("B", {DType::kBool});
   schema.attr("weight_decay", AttrType::kFloat, Attribute(0.0))
       .traits(OpTrait::kSideEffects | OpTrait::kStateful | OpTrait::kInplaceable)
       .infer([n = state.size(), has_step](InferenceContext& ctx) { infer_update(ctx, n, has_step); })

@@ -13,6 +13,10 @@
 //   Adam(param, grad, m, v, lr, step) -> param, m, v              beta1, beta2, epsilon, weight_decay (L2)
 //   AdamW(...)  as Adam with decoupled weight decay; LAMB(...) as AdamW with the layer-wise trust ratio
 //   ClipByGlobalNorm(grads..., max_norm) -> (clipped grads..., norm)   out of place
+//
+// Every update takes an optional last input `skip` (bool scalar): when true
+// it changes nothing. Dynamic loss scaling (ops/optimizer/loss_scaling.h)
+// feeds it the overflow flag, so a step whose gradients overflowed is skipped.
 #pragma once
 
 #include "core/op_schema.h"

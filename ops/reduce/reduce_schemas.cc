@@ -83,6 +83,7 @@ OpSchema reduction(const char* name, const std::vector<DType>& types, GradientFn
       .doc(doc);
   with_reduce_attributes(schema);
   if (gradient) schema.gradient(std::move(gradient));
+  schema.add_traits(OpTrait::kFullPrecisionCompute);
   return schema;
 }
 

@@ -13,6 +13,7 @@
 #include "frontend/optim/lr_schedule.h"
 #include "frontend/train/trainer.h"
 #include "models/train_classifier.h"
+#include "passes/precision/auto_mixed_precision.h"
 #include "ops/register_ops.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
@@ -34,6 +35,8 @@ struct TrainArgs {
   uint64_t seed = 42;
   int threads = 1;
   int64_t layers = 2;
+  int64_t mlp_layers = 1;
+  int64_t mlp_width = 256;
   std::string save;
   std::string checkpoint;
   int64_t checkpoint_every = 0;
@@ -41,7 +44,40 @@ struct TrainArgs {
   std::string test_batch;
   std::string graph;
   std::string save_training_graph;
+  std::string amp;
+  std::string recompute;
+  std::string memory_budget;
 };
+
+Strategy strategy_of(const TrainArgs& args) {
+  Strategy strategy;
+  if (!args.amp.empty() && args.amp != "off") {
+    strategy.amp.enabled = true;
+    strategy.amp.dtype = parse_amp_dtype(args.amp);
+  }
+  strategy.recompute = parse_recompute(args.recompute);
+  if (!args.memory_budget.empty()) {
+    strategy.recompute.memory_budget = parse_byte_size(args.memory_budget);
+    if (strategy.recompute.mode == RecomputeMode::kOff) strategy.recompute.mode = RecomputeMode::kAuto;
+    if (strategy.recompute.mode != RecomputeMode::kAuto) {
+      throw Error(ErrorKind::kInvalidArgument, "--memory-budget chooses the checkpoints itself; it goes with --recompute "
+                                               "auto, not with named checkpoints");
+    }
+  }
+  return strategy;
+}
+
+void report_strategy(const TrainingGraph& step, const Strategy& strategy) {
+  if (strategy.amp.enabled) {
+    std::printf("amp: %s, %d nodes in low precision, %d casts%s\n", std::string(dtype_name(strategy.amp.dtype)).c_str(),
+                step.amp_low_precision_nodes, step.amp_casts, step.loss_scale.empty() ? "" : ", dynamic loss scaling");
+  }
+  if (strategy.recompute.mode != RecomputeMode::kOff) {
+    std::printf("recompute: %zu checkpoints, %d nodes recomputed, estimated peak %lld -> %lld bytes\n",
+                step.recompute_checkpoints.size(), step.recomputed_nodes,
+                static_cast<long long>(step.peak_bytes_before_recompute), static_cast<long long>(step.peak_bytes_after_recompute));
+  }
+}
 
 // Seeded random examples shaped like the model's input, and random labels.
 std::pair<Tensor, Tensor> synthetic_data(const models::ClassifierGraph& shape, const models::ZooOptions& zoo,
@@ -91,6 +127,11 @@ std::vector<Tensor> synthetic_fields(const std::vector<const Value*>& inputs, in
 // train --graph FILE: a saved training-step graph (inputs: the data, "lr",
 // and "step" for the Adam family; the loss is the first output).
 void train_graph(const TrainArgs& args) {
+  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "--amp, --recompute and --memory-budget rewrite the training graph as it is "
+                                             "built; use them with --model (and --save-training-graph to keep the result), "
+                                             "not with --graph");
+  }
   Model model = load_model(args.graph);
   Graph& graph = *model.graph;
   infer_graph_types(graph, default_op_registry());
@@ -164,6 +205,8 @@ void train(const TrainArgs& args) {
   options.model = args.model;
   options.zoo.seed = args.seed;
   options.zoo.layers = args.layers;
+  options.zoo.mlp_layers = args.mlp_layers;
+  options.zoo.mlp_width = args.mlp_width;
   options.batch = args.batch;
   options.epochs = args.epochs;
   options.steps = args.steps;
@@ -175,6 +218,7 @@ void train(const TrainArgs& args) {
   options.checkpoint = args.checkpoint;
   options.checkpoint_every = args.checkpoint_every;
   options.resume = args.resume;
+  options.strategy = strategy_of(args);
 
   Tensor train_x, train_y, test_x, test_y;
   bool has_test = false;
@@ -203,7 +247,7 @@ void train(const TrainArgs& args) {
 
   if (!args.save_training_graph.empty()) {
     models::ClassifierGraph step = models::build_classifier(args.model, args.batch, /*training=*/true, options.zoo);
-    minimize(*step.graph, step.loss, options.optimizer);
+    minimize(*step.graph, step.loss, options.optimizer, options.strategy);
     Model model;
     model.graph = std::move(step.graph);
     save_model(model, args.save_training_graph);
@@ -217,6 +261,7 @@ void train(const TrainArgs& args) {
     save_model(model, args.save);
     std::cerr << "saved the trained model to " << args.save << "\n";
   }
+  report_strategy(result.training, options.strategy);
   std::printf("steps: %lld\n", static_cast<long long>(result.total_steps));
   std::printf("final_loss: %.4f\n", result.last_loss);
   std::printf("ms_per_step: %.3f\n", result.ms_per_step);
@@ -248,6 +293,16 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "parameter initialization seed (default 42)");
   cmd->add_option("--threads", args->threads, "inter-op threads (default 1)")->check(CLI::Range(1, 256));
   cmd->add_option("--layers", args->layers, "bert: encoder layers (default 2)")->check(CLI::PositiveNumber);
+  cmd->add_option("--amp", args->amp, "mixed precision: bf16 (the CPU's fast one) or fp16 (adds dynamic loss scaling); "
+                  "f32 master weights (default: off)");
+  cmd->add_option("--recompute", args->recompute,
+                  "recompute activations in the backward pass: auto (choose checkpoints) or NAME[,NAME...] "
+                  "(forward values to keep) (default: off)");
+  cmd->add_option("--memory-budget", args->memory_budget,
+                  "with --recompute auto: keep the estimated peak (arena, parameters, optimizer state, data) under "
+                  "this many bytes (suffix K, M, G), or fail naming the lowest reachable");
+  cmd->add_option("--mlp-layers", args->mlp_layers, "mlp: hidden layers (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--mlp-width", args->mlp_width, "mlp: hidden width (default 256)")->check(CLI::PositiveNumber);
   cmd->add_option("--save", args->save, "write the trained inference model (.weir / .weirtxt) here");
   cmd->add_option("--checkpoint", args->checkpoint, "write a training checkpoint (.npz) here at the end");
   cmd->add_option("--checkpoint-every", args->checkpoint_every, "also every N steps");

@@ -1,0 +1,55 @@
+// Strategy — one object that turns on the training-graph rewrites beyond
+// plain differentiation: mixed precision and recompute (and, as they
+// arrive, the distributed ones). minimize() applies it.
+//
+//   weir::Strategy strategy;
+//   strategy.amp.enabled = true;                     // bf16 on the CPU; fp16 adds loss scaling
+//   strategy.recompute.mode = weir::RecomputeMode::kAuto;
+//   strategy.recompute.memory_budget = int64_t{1} << 30;
+//   weir::TrainingGraph step = weir::minimize(graph, "loss", {.kind = weir::OptimizerKind::kAdam}, strategy);
+//
+// The same switches on the command line: graph-runner train --amp bf16|fp16
+// --recompute auto|NAME,NAME --memory-budget BYTES (parse_* below).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace weir {
+
+struct AmpStrategy {
+  bool enabled = false;
+  DType dtype = DType::kBFloat16;   // kBFloat16 or kFloat16
+  std::set<std::string> allow{};    // op types added to the low-precision list
+  std::set<std::string> deny{};     // op types kept in f32
+  // Dynamic loss scaling; by default on exactly for fp16 (bf16 has f32's range).
+  enum class LossScaling { kAuto, kOn, kOff } loss_scaling = LossScaling::kAuto;
+  double initial_scale = 65536.0;
+  int64_t growth_interval = 2000;   // clean steps before the scale doubles
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+};
+
+enum class RecomputeMode { kOff, kCheckpoints, kAuto };
+
+struct RecomputeStrategy {
+  RecomputeMode mode = RecomputeMode::kOff;
+  std::vector<std::string> checkpoints{};  // kCheckpoints: forward values to keep
+  int64_t memory_budget = 0;               // bytes (kAuto); 0: the lowest peak
+};
+
+struct Strategy {
+  AmpStrategy amp{};
+  RecomputeStrategy recompute{};
+};
+
+// --recompute: "auto", "off", or comma-separated checkpoint value names.
+RecomputeStrategy parse_recompute(const std::string& text);
+// --memory-budget: bytes, with an optional K/M/G (powers of 1024) suffix.
+int64_t parse_byte_size(const std::string& text);
+
+}  // namespace weir

@@ -1,0 +1,208 @@
+// Recompute (passes/memory/recompute): the training step computes the same
+// parameters with and without it, its planned and measured peak memory
+// drop, and a memory budget is met or refused with the reachable minimum.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "frontend/optim/optimizer.h"
+#include "models/zoo.h"
+#include "ops/register_ops.h"
+#include "passes/memory/recompute.h"
+#include "runtime/memory_estimate.h"
+#include "runtime/memory_planner.h"
+#include "runtime/schedule.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+#include "tests/test_util.h"
+
+namespace weir {
+namespace {
+
+struct DeepMlp {
+  models::ClassifierGraph graph;
+  TrainingGraph step;
+};
+
+DeepMlp deep_mlp(int64_t batch, int64_t layers, int64_t width, double dropout, const Strategy& strategy,
+                 OptimizerKind kind = OptimizerKind::kAdam) {
+  models::ZooOptions zoo;
+  zoo.mlp_layers = layers;
+  zoo.mlp_width = width;
+  zoo.mlp_dropout = dropout;
+  zoo.image_size = 8;
+  DeepMlp mlp{models::build_classifier("mlp", batch, /*training=*/true, zoo), {}};
+  mlp.step = minimize(*mlp.graph.graph, mlp.graph.loss, {.kind = kind}, strategy);
+  return mlp;
+}
+
+std::map<std::string, Tensor> feeds_for(const DeepMlp& mlp, int64_t batch, int step) {
+  Tensor x = Tensor::from_vector(testing::random_floats(static_cast<size_t>(batch * 64), 40 + static_cast<uint32_t>(step), 0.0f, 1.0f),
+                                 {batch, 1, 8, 8});
+  std::vector<int64_t> labels(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7 + step) % 10;
+  std::map<std::string, Tensor> feeds = {{"x", x}, {"labels", Tensor::from_vector(labels, {batch})},
+                                         {mlp.step.lr_input, Tensor::scalar(1e-2f)}};
+  if (!mlp.step.step_input.empty()) feeds[mlp.step.step_input] = Tensor::scalar<int64_t>(step + 1);
+  return feeds;
+}
+
+Strategy recompute_strategy(RecomputeMode mode, std::vector<std::string> checkpoints = {}, int64_t budget = 0) {
+  Strategy strategy;
+  strategy.recompute.mode = mode;
+  strategy.recompute.checkpoints = std::move(checkpoints);
+  strategy.recompute.memory_budget = budget;
+  return strategy;
+}
+
+double max_difference(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  double worst = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a.data<float>()[i]) - static_cast<double>(b.data<float>()[i])));
+  }
+  return worst;
+}
+
+// Runs `steps` training steps of both and compares losses and parameters.
+void expect_same_training(DeepMlp& a, DeepMlp& b, int64_t batch, int steps, double tolerance) {
+  Session sa(compile(*a.graph.graph)), sb(compile(*b.graph.graph));
+  for (int i = 0; i < steps; ++i) {
+    auto feeds = feeds_for(a, batch, i);
+    float la = sa.run(feeds)[0].data<float>()[0];
+    float lb = sb.run(feeds)[0].data<float>()[0];
+    EXPECT_NEAR(la, lb, tolerance) << "loss of step " << i;
+  }
+  ASSERT_EQ(a.step.parameters, b.step.parameters);
+  for (const std::string& name : a.step.parameters) {
+    EXPECT_LE(max_difference(sa.state(name), sb.state(name)), tolerance) << name;
+  }
+}
+
+TEST(Recompute, SameParametersWithDropoutReplayed) {
+  const int64_t batch = 16;
+  DeepMlp plain = deep_mlp(batch, 8, 32, /*dropout=*/0.25, {});
+  DeepMlp recomputed = deep_mlp(batch, 8, 32, 0.25, recompute_strategy(RecomputeMode::kAuto));
+  EXPECT_GT(recomputed.step.recomputed_nodes, 0);
+  // The recomputed Dropouts draw the original masks: otherwise the
+  // gradients, and so the parameters, would differ at once.
+  int dropout_clones = 0;
+  for (const Node* node : recomputed.graph.graph->nodes()) {
+    dropout_clones += node->op_type() == "Dropout" && node->name().find("/recompute") != std::string::npos;
+  }
+  EXPECT_GT(dropout_clones, 0);
+  expect_same_training(plain, recomputed, batch, 3, 0.0);
+}
+
+TEST(Recompute, NamedCheckpointsAreKeptAndTheRestCloned) {
+  DeepMlp plain = deep_mlp(8, 6, 16, 0.0, {});
+  std::vector<std::string> candidates = recompute_candidates(*plain.graph.graph, "loss", default_op_registry());
+  ASSERT_GE(candidates.size(), 10u);
+  std::vector<std::string> checkpoints = {candidates[4], candidates[9]};
+  DeepMlp named = deep_mlp(8, 6, 16, 0.0, recompute_strategy(RecomputeMode::kCheckpoints, checkpoints));
+  EXPECT_EQ(named.step.recompute_checkpoints, checkpoints);
+  const Graph& g = *named.graph.graph;
+  for (const std::string& name : checkpoints) {
+    EXPECT_EQ(g.find_node(g.find_value(name)->producer()->name() + "/recompute"), nullptr) << name << " is kept, not cloned";
+  }
+  // Clones run on the step's in-order stream and wait for the backward pass (control inputs).
+  int roots_waiting = 0;
+  for (const Node* node : g.nodes()) {
+    if (node->name().find("/recompute") == std::string::npos) continue;
+    EXPECT_EQ(node->stream(), kRecomputeStream);
+    roots_waiting += !node->control_inputs().empty();
+  }
+  EXPECT_GT(roots_waiting, 0);
+  expect_same_training(plain, named, 8, 2, 0.0);
+}
+
+TEST(Recompute, PlannedAndMeasuredPeakDrop) {
+  const int64_t batch = 512;
+  DeepMlp plain = deep_mlp(batch, 16, 64, 0.0, {}, OptimizerKind::kSgd);
+  DeepMlp recomputed = deep_mlp(batch, 16, 64, 0.0, recompute_strategy(RecomputeMode::kAuto), OptimizerKind::kSgd);
+  auto plain_plan = compile(*plain.graph.graph);
+  auto recomputed_plan = compile(*recomputed.graph.graph);
+  int64_t planned_plain = plain_plan->memory().planned_bytes(), planned_recomputed = recomputed_plan->memory().planned_bytes();
+  Session sa(plain_plan), sb(recomputed_plan);
+  auto feeds = feeds_for(plain, batch, 0);
+  // The statistics are the process's caching allocator's: one session at a time.
+  sa.reset_peak_memory();
+  sa.run(feeds);
+  int64_t measured_plain = sa.memory_stats(Device::cpu()).stats.peak_bytes;
+  sb.reset_peak_memory();
+  sb.run(feeds);
+  int64_t measured_recomputed = sb.memory_stats(Device::cpu()).stats.peak_bytes;
+  std::printf("16-layer MLP, batch 512: planned arena %lld -> %lld bytes, measured run peak %lld -> %lld bytes, "
+              "%zu checkpoints, %d nodes recomputed\n",
+              static_cast<long long>(planned_plain), static_cast<long long>(planned_recomputed),
+              static_cast<long long>(measured_plain), static_cast<long long>(measured_recomputed),
+              recomputed.step.recompute_checkpoints.size(), recomputed.step.recomputed_nodes);
+  EXPECT_LT(planned_recomputed * 2, planned_plain);
+  EXPECT_LT(measured_recomputed * 2, measured_plain);
+  // The estimate the pass chose by is the one the runtime plans.
+  EXPECT_EQ(recomputed.step.peak_bytes_after_recompute,
+            estimate_memory(*recomputed.graph.graph->clone()).total());
+}
+
+TEST(Recompute, MemoryBudgetIsMetOrRefusedWithTheMinimum) {
+  const int64_t batch = 256;
+  DeepMlp plain = deep_mlp(batch, 12, 64, 0.0, {}, OptimizerKind::kSgd);
+  MemoryEstimate baseline = estimate_memory(*plain.graph.graph->clone());
+  DeepMlp lowest = deep_mlp(batch, 12, 64, 0.0, recompute_strategy(RecomputeMode::kAuto), OptimizerKind::kSgd);
+  int64_t minimum = lowest.step.peak_bytes_after_recompute;
+  ASSERT_LT(minimum, baseline.total());
+
+  // A budget between the two: met, and the run's measured memory stays under it.
+  int64_t budget = (minimum + baseline.total()) / 2;
+  DeepMlp fitted = deep_mlp(batch, 12, 64, 0.0, recompute_strategy(RecomputeMode::kAuto, {}, budget), OptimizerKind::kSgd);
+  EXPECT_LE(fitted.step.peak_bytes_after_recompute, budget);
+  Session session(compile(*fitted.graph.graph));
+  auto feeds = feeds_for(fitted, batch, 0);
+  session.reset_peak_memory();
+  session.run(feeds);
+  MemoryEstimate resident = estimate_memory(*fitted.graph.graph->clone());
+  int64_t measured = session.memory_stats(Device::cpu()).stats.peak_bytes + resident.persistent_bytes + resident.input_bytes;
+  std::printf("budget %lld bytes: estimated %lld, measured %lld (run peak plus parameters and inputs); minimum %lld, "
+              "without recompute %lld\n",
+              static_cast<long long>(budget), static_cast<long long>(fitted.step.peak_bytes_after_recompute),
+              static_cast<long long>(measured), static_cast<long long>(minimum), static_cast<long long>(baseline.total()));
+  EXPECT_LE(measured, budget);
+
+  // Below the minimum: refused, naming the budget and what can be reached.
+  try {
+    deep_mlp(batch, 12, 64, 0.0, recompute_strategy(RecomputeMode::kAuto, {}, minimum / 2), OptimizerKind::kSgd);
+    ADD_FAILURE() << "a budget below the minimum was accepted";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("cannot be met"), std::string::npos) << message;
+    EXPECT_NE(message.find(std::to_string(minimum)), std::string::npos) << message;
+  }
+}
+
+TEST(Recompute, BadCheckpointsAreErrors) {
+  for (const char* name : {"nope", "fc1/weight"}) {
+    try {
+      deep_mlp(4, 2, 8, 0.0, recompute_strategy(RecomputeMode::kCheckpoints, {name}));
+      ADD_FAILURE() << name << " was accepted as a checkpoint";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Recompute, WorksWithMixedPrecision) {
+  Strategy amp;
+  amp.amp.enabled = true;
+  Strategy both = recompute_strategy(RecomputeMode::kAuto);
+  both.amp.enabled = true;
+  DeepMlp low = deep_mlp(16, 8, 32, 0.1, amp);
+  DeepMlp low_recomputed = deep_mlp(16, 8, 32, 0.1, both);
+  EXPECT_GT(low_recomputed.step.recomputed_nodes, 0);
+  EXPECT_GT(low_recomputed.step.amp_low_precision_nodes, 0);
+  expect_same_training(low, low_recomputed, 16, 3, 0.0);
+}
+
+}  // namespace
+}  // namespace weir

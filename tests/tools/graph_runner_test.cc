@@ -154,6 +154,22 @@ TEST(GraphRunner, OptimizeAndVerify) {
 }
 
 // A training-step graph written by train --model, then trained from the file.
+TEST(GraphRunner, TrainWithMixedPrecisionAndRecompute) {
+  Result amp = run("train --model mlp --data synthetic --steps 3 --amp bf16 --recompute auto --mlp-layers 4");
+  ASSERT_EQ(amp.status, 0) << amp.output;
+  EXPECT_NE(amp.output.find("amp: bf16, "), std::string::npos) << amp.output;
+  EXPECT_NE(amp.output.find("recompute: "), std::string::npos) << amp.output;
+  Result fp16 = run("train --model mlp --data synthetic --steps 2 --amp fp16");
+  ASSERT_EQ(fp16.status, 0) << fp16.output;
+  EXPECT_NE(fp16.output.find("dynamic loss scaling"), std::string::npos) << fp16.output;
+  Result budget = run("train --model mlp --data synthetic --steps 2 --mlp-layers 4 --memory-budget 64M");
+  ASSERT_EQ(budget.status, 0) << budget.output;
+  expect_error(run("train --model mlp --data synthetic --steps 1 --amp int8"), "int8");
+  expect_error(run("train --model mlp --data synthetic --steps 1 --memory-budget 1K"), "cannot be met");
+  expect_error(run("train --model mlp --data synthetic --steps 1 --memory-budget lots"), "lots");
+  expect_error(run("train --model mlp --data synthetic --steps 1 --recompute nope"), "nope");
+}
+
 TEST(GraphRunner, TrainsASavedTrainingGraph) {
   testing::ScratchDir dir;
   std::string step = (dir / "step.weir").string();

@@ -40,10 +40,14 @@ TEST(AutoMixedPrecision, CastsOnlyAtTheBoundariesAndOncePerValue) {
     const std::string& op = node->op_type();
     if (op == "Conv" || op == "Gemm" || op == "MatMul") {
       for (const Value* input : node->inputs()) {
-        if (input != nullptr) EXPECT_EQ(input->dtype(), DType::kBFloat16) << node->name();
+        if (input != nullptr) {
+          EXPECT_EQ(input->dtype(), DType::kBFloat16) << node->name();
+        }
       }
     }
-    if (op == "SoftmaxCrossEntropyLoss") EXPECT_EQ(node->input(0)->dtype(), DType::kFloat32) << "losses stay f32";
+    if (op == "SoftmaxCrossEntropyLoss") {
+      EXPECT_EQ(node->input(0)->dtype(), DType::kFloat32) << "losses stay f32";
+    }
     if (op == "Cast") {
       int& count = casts[{node->input(0), node->output(0)->dtype()}];
       EXPECT_EQ(++count, 1) << node->input(0)->name() << " cast twice to one dtype";
@@ -55,7 +59,9 @@ TEST(AutoMixedPrecision, CastsOnlyAtTheBoundariesAndOncePerValue) {
   }
   EXPECT_EQ(amp.casts_inserted(), static_cast<int>(casts.size()));
   // Parameters stay f32 (the master copies); the loss keeps its name and dtype.
-  for (const Value* p : g.persistents()) EXPECT_EQ(p->dtype(), DType::kFloat32) << p->name();
+  for (const Value* p : g.persistents()) {
+    EXPECT_EQ(p->dtype(), DType::kFloat32) << p->name();
+  }
   ASSERT_EQ(g.outputs().size(), 1u);
   EXPECT_EQ(g.outputs()[0]->name(), "loss");
   EXPECT_EQ(g.outputs()[0]->dtype(), DType::kFloat32);

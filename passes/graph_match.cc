@@ -43,4 +43,19 @@ std::vector<int64_t> transpose_perm(const Node& transpose) {
   return reversed;
 }
 
+std::unordered_set<const Node*> nodes_feeding(const Value* value) {
+  std::unordered_set<const Node*> nodes;
+  std::vector<const Node*> stack;
+  if (value->producer() != nullptr) stack.push_back(value->producer());
+  while (!stack.empty()) {
+    const Node* node = stack.back();
+    stack.pop_back();
+    if (!nodes.insert(node).second) continue;
+    for (const Value* input : node->inputs()) {
+      if (input != nullptr && input->producer() != nullptr) stack.push_back(input->producer());
+    }
+  }
+  return nodes;
+}
+
 }  // namespace weir

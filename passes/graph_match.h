@@ -6,6 +6,7 @@
 //   double c;  if (scalar_value(rhs, c) && c == 1.0)  // a one-element f32/f64 constant
 #pragma once
 
+#include <unordered_set>
 #include <vector>
 
 #include "core/graph.h"
@@ -28,5 +29,9 @@ bool scalar_value(const Value* value, double& result);
 // A Transpose node's permutation: its perm attribute, else ONNX's default
 // (the axes reversed) for an input of known rank; empty when neither is known.
 std::vector<int64_t> transpose_perm(const Node& transpose);
+
+// The nodes `value` depends on through data edges, its producer included
+// (a loss's forward graph, for autodiff and recompute).
+std::unordered_set<const Node*> nodes_feeding(const Value* value);
 
 }  // namespace weir

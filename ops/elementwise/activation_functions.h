@@ -14,12 +14,9 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "ops/node_attributes.h"
 
 namespace weir {
-
-inline double float_attr(const Node& node, const char* name, double fallback) {
-  return node.has_attr(name) ? node.attr(name).f() : fallback;
-}
 
 struct LeakyReluFunction {
   double alpha;

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/node_attributes.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/dnnl_matmul.h"
 
@@ -121,7 +122,7 @@ class MatMulKernel final : public OpKernel {
 class GemmKernel final : public OpKernel {
  public:
   explicit GemmKernel(const Node& node)
-      : alpha_(attr_or(node, "alpha", 1.0)), beta_(attr_or(node, "beta", 1.0)),
+      : alpha_(float_attr(node, "alpha", 1.0)), beta_(float_attr(node, "beta", 1.0)),
         transpose_a_(node.has_attr("transA") && node.attr("transA").i() != 0),
         transpose_b_(node.has_attr("transB") && node.attr("transB").i() != 0) {}
 
@@ -150,10 +151,6 @@ class GemmKernel final : public OpKernel {
   }
 
  private:
-  static double attr_or(const Node& node, const char* name, double fallback) {
-    return node.has_attr(name) ? node.attr(name).f() : fallback;
-  }
-
   // out += beta * C, with C broadcast to [m, n].
   void add_scaled_c(const KernelContext& ctx, const Tensor& c, Tensor& out) const {
     auto broadcast = broadcast_sizes(out.sizes(), c.sizes());

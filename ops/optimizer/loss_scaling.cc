@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/node_attributes.h"
+#include "ops/optimizer/scalar_input.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -20,29 +22,11 @@ void check_scalar(InferenceContext& ctx, size_t index, const char* name) {
   }
 }
 
-double float_attr(const Node& node, const char* name, double fallback) {
-  return node.has_attr(name) ? node.attr(name).f() : fallback;
-}
-
-double read_scalar(const KernelContext& ctx, size_t index, const char* name) {
-  const Tensor& t = ctx.input(index);
-  if (t.num_elements() != 1) ctx.fail(std::string(name) + " must be a scalar, got " + t.type_string());
-  double value = 0;
-  dispatch_dtype(t.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) {
-      value = t.data<bool>()[0] ? 1 : 0;
-    } else {
-      value = static_cast<double>(load(t.data<T>()[0]));
-    }
-  });
-  return value;
-}
-
 class UnscaleGradientsKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     if (ctx.num_outputs() != ctx.num_inputs()) ctx.fail("needs the found_inf output plus one output per gradient");
-    const double scale = read_scalar(ctx, 0, "scale");
+    const double scale = scalar_input(ctx, 0, "scale");
     if (!(scale > 0) || !std::isfinite(scale)) ctx.fail("the loss scale must be positive and finite, got " + std::to_string(scale));
     const double inverse = 1.0 / scale;
     bool found = false;
@@ -81,7 +65,7 @@ class UpdateLossScaleKernel final : public OpKernel {
   explicit UpdateLossScaleKernel(const Node& node)
       : growth_(float_attr(node, "growth_factor", 2.0)),
         backoff_(float_attr(node, "backoff_factor", 0.5)),
-        interval_(node.has_attr("growth_interval") ? node.attr("growth_interval").i() : 2000),
+        interval_(int_attr(node, "growth_interval", 2000)),
         min_scale_(float_attr(node, "min_scale", 1.0)),
         max_scale_(float_attr(node, "max_scale", 16777216.0)) {
     if (interval_ < 1) throw Error(ErrorKind::kInvalidArgument, "UpdateLossScale '" + node.name() + "': growth_interval must be at least 1");
@@ -92,7 +76,9 @@ class UpdateLossScaleKernel final : public OpKernel {
     const Tensor& good = ctx.input(1);
     if (scale.dtype() != DType::kFloat32 || scale.num_elements() != 1) ctx.fail("scale must be an f32 scalar, got " + scale.type_string());
     if (good.dtype() != DType::kInt64 || good.num_elements() != 1) ctx.fail("good_steps must be an i64 scalar, got " + good.type_string());
-    const bool overflow = read_scalar(ctx, 2, "found_inf") != 0;
+    const Tensor& found_inf = ctx.input(2);
+    if (found_inf.dtype() != DType::kBool || found_inf.num_elements() != 1) ctx.fail("found_inf must be a bool scalar, got " + found_inf.type_string());
+    const bool overflow = found_inf.data<bool>()[0];
     float& s = scale.data<float>()[0];
     int64_t& n = good.data<int64_t>()[0];
     if (overflow) {

@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/node_attributes.h"
+#include "ops/optimizer/scalar_input.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -12,24 +14,6 @@ namespace weir {
 namespace {
 
 enum class Rule { kSgd, kMomentum, kAdam, kAdamW, kLamb };
-
-double float_attr(const Node& node, const char* name, double fallback) {
-  return node.has_attr(name) ? node.attr(name).f() : fallback;
-}
-
-double scalar_value(const KernelContext& ctx, size_t index, const char* name) {
-  const Tensor& t = ctx.input(index);
-  if (t.num_elements() != 1) ctx.fail(std::string(name) + " must be a scalar, got " + t.type_string());
-  double value = 0;
-  dispatch_dtype(t.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) {
-      ctx.fail(std::string(name) + " must be numeric");
-    } else {
-      value = static_cast<double>(load(t.data<T>()[0]));
-    }
-  });
-  return value;
-}
 
 class UpdateKernel final : public OpKernel {
  public:
@@ -72,8 +56,8 @@ class UpdateKernel final : public OpKernel {
         return;
       }
     }
-    double lr = scalar_value(ctx, 2 + num_state, "lr");
-    double step = num_state == 2 ? scalar_value(ctx, 5, "step") : 1;
+    double lr = scalar_input(ctx, 2 + num_state, "lr");
+    double step = num_state == 2 ? scalar_input(ctx, 5, "step") : 1;
     if (num_state == 2 && step < 1) ctx.fail("step must be at least 1 (it counts from 1), got " + std::to_string(step));
     dispatch_dtype(param.dtype(), [&]<typename T>() {
       if constexpr (std::is_floating_point_v<T>) {

@@ -71,17 +71,7 @@ std::vector<Value*> append_backward(Graph& graph, Value* loss, const std::vector
     }
   }
   // Backward: nodes the loss depends on.
-  std::unordered_set<const Node*> feeds_loss;
-  std::vector<const Node*> stack;
-  if (loss->producer() != nullptr) stack.push_back(loss->producer());
-  while (!stack.empty()) {
-    const Node* node = stack.back();
-    stack.pop_back();
-    if (!feeds_loss.insert(node).second) continue;
-    for (const Value* input : node->inputs()) {
-      if (input != nullptr && input->producer() != nullptr) stack.push_back(input->producer());
-    }
-  }
+  const std::unordered_set<const Node*> feeds_loss = nodes_feeding(loss);
 
   std::unordered_set<const Node*> forward(order.begin(), order.end());
 

@@ -24,22 +24,6 @@ Value* find_loss(const Graph& graph, const std::string& loss) {
   return value;
 }
 
-// The nodes the loss depends on (through data edges).
-std::unordered_set<const Node*> forward_nodes(const Value* loss) {
-  std::unordered_set<const Node*> forward;
-  std::vector<const Node*> stack;
-  if (loss->producer() != nullptr) stack.push_back(loss->producer());
-  while (!stack.empty()) {
-    const Node* node = stack.back();
-    stack.pop_back();
-    if (!forward.insert(node).second) continue;
-    for (const Value* input : node->inputs()) {
-      if (input != nullptr && input->producer() != nullptr) stack.push_back(input->producer());
-    }
-  }
-  return forward;
-}
-
 // Communication and writes to persistent state must happen once per step.
 bool recomputable(const Node& node, const OpRegistry& registry) {
   const OpSchema* schema = registry.find(node.op_type(), node.domain());
@@ -86,9 +70,9 @@ std::string format_bytes(int64_t bytes) {
 
 }  // namespace
 
-std::vector<std::string> recompute_candidates(const Graph& graph, const std::string& loss_name, const OpRegistry& registry) {
+std::vector<std::string> recompute_candidates(const Graph& graph, const std::string& loss_name) {
   const Value* loss = find_loss(graph, loss_name);
-  std::unordered_set<const Node*> forward = forward_nodes(loss);
+  std::unordered_set<const Node*> forward = nodes_feeding(loss);
   std::vector<Node*> order;
   for (Node* node : graph.topological_order()) {
     if (forward.count(node)) order.push_back(node);
@@ -127,14 +111,13 @@ std::vector<std::string> recompute_candidates(const Graph& graph, const std::str
     const Value* only = values[static_cast<size_t>(sum - 1)];
     if (candidates.empty() || candidates.back() != only->name()) candidates.push_back(only->name());
   }
-  (void)registry;
   return candidates;
 }
 
 int apply_recompute(Graph& graph, const std::string& loss_name, const std::vector<std::string>& checkpoints,
                     const OpRegistry& registry) {
   Value* loss = find_loss(graph, loss_name);
-  std::unordered_set<const Node*> forward = forward_nodes(loss);
+  std::unordered_set<const Node*> forward = nodes_feeding(loss);
   std::unordered_set<const Value*> kept = {loss};
   for (const Value* out : graph.outputs()) kept.insert(out);
   for (const std::string& name : checkpoints) {
@@ -207,7 +190,6 @@ int apply_recompute(Graph& graph, const std::string& loss_name, const std::vecto
   // memory is free for this one.
   struct Chain {
     Node* root;
-    std::unordered_set<const Node*> clones;
     std::unordered_set<Node*> readers;   // backward nodes reading the chain
     std::unordered_set<Node*> triggers;  // producers of the readers' other inputs
   };
@@ -216,7 +198,8 @@ int apply_recompute(Graph& graph, const std::string& loss_name, const std::vecto
     bool is_root = std::none_of(root->inputs().begin(), root->inputs().end(),
                                 [&](const Value* v) { return v != nullptr && v->producer() != nullptr && clones.count(v->producer()); });
     if (!is_root) continue;
-    Chain chain{root, {root}, {}, {}};
+    Chain chain{root, {}, {}};
+    std::unordered_set<const Node*> in_chain = {root};
     std::vector<const Node*> stack = {root};
     while (!stack.empty()) {
       const Node* node = stack.back();
@@ -225,7 +208,7 @@ int apply_recompute(Graph& graph, const std::string& loss_name, const std::vecto
         if (out == nullptr) continue;
         for (const Use& use : out->uses()) {
           if (clones.count(use.node)) {
-            if (chain.clones.insert(use.node).second) stack.push_back(use.node);
+            if (in_chain.insert(use.node).second) stack.push_back(use.node);
           } else {
             chain.readers.insert(use.node);
           }
@@ -301,21 +284,19 @@ bool Recompute::run(Graph& graph, PassContext& context) {
   if (options_.memory_budget > 0 && !options_.estimate_peak) {
     throw Error(ErrorKind::kInvalidArgument, "recompute: a memory budget needs a peak estimator (estimate_peak)");
   }
+  // The estimator may place the graph it is given: it gets a copy.
+  auto peak_of = [&](const Graph& g) { return options_.estimate_peak(*g.clone()); };
   auto estimate = [&](const std::vector<std::string>& checkpoints, int* cloned) {
     std::unique_ptr<Graph> trial = graph.clone();
-    int n = apply_recompute(*trial, options_.loss, checkpoints, registry);
-    if (cloned != nullptr) *cloned = n;
+    *cloned = apply_recompute(*trial, options_.loss, checkpoints, registry);
     return options_.estimate_peak(*trial);
   };
-  if (options_.estimate_peak) {
-    std::unique_ptr<Graph> trial = graph.clone();
-    peak_before_ = options_.estimate_peak(*trial);
-  }
+  if (options_.estimate_peak) peak_before_ = peak_of(graph);
 
   if (!options_.automatic) {
     chosen_ = options_.checkpoints;
   } else {
-    std::vector<std::string> candidates = recompute_candidates(graph, options_.loss, registry);
+    std::vector<std::string> candidates = recompute_candidates(graph, options_.loss);
     if (candidates.empty()) return false;
     const int m = static_cast<int>(candidates.size());
     if (!options_.estimate_peak) {
@@ -362,10 +343,7 @@ bool Recompute::run(Graph& graph, PassContext& context) {
     }
   }
   recomputed_ = apply_recompute(graph, options_.loss, chosen_, registry);
-  if (options_.estimate_peak) {
-    std::unique_ptr<Graph> trial = graph.clone();
-    peak_after_ = options_.estimate_peak(*trial);
-  }
+  if (options_.estimate_peak) peak_after_ = peak_of(graph);
   return recomputed_ > 0;
 }
 

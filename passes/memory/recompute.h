@@ -57,7 +57,7 @@ struct RecomputeOptions {
 
 // Forward values that are the only activation alive at their point of the
 // forward order, in that order: the automatic choice picks among these.
-std::vector<std::string> recompute_candidates(const Graph& graph, const std::string& loss, const OpRegistry& registry);
+std::vector<std::string> recompute_candidates(const Graph& graph, const std::string& loss);
 
 // Applies recompute with the given checkpoints; returns the number of
 // cloned nodes. Throws naming a checkpoint that is not a forward value.

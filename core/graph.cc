@@ -140,6 +140,17 @@ Value* Graph::create_value(const std::string& name, TensorType type, ValueKind k
   return raw;
 }
 
+void Graph::rename_value(Value* value, const std::string& name) {
+  if (value->name_ == name) return;
+  if (name.empty() || value_by_name_.count(name) != 0) {
+    throw Error(ErrorKind::kInvalidGraph, "graph '" + name_ + "' cannot rename value '" + value->name_ + "' to '" +
+                                              name + "': " + (name.empty() ? "empty name" : "the name is taken"));
+  }
+  value_by_name_.erase(value->name_);
+  value->name_ = name;
+  value_by_name_.emplace(name, value);
+}
+
 Value* Graph::add_input(const std::string& name, TensorType type) {
   Value* value = create_value(name, std::move(type), ValueKind::kInput);
   inputs_.push_back(value);

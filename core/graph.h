@@ -173,6 +173,9 @@ class Graph {
   Value* add_value(const std::string& name, TensorType type = TensorType());
   // Removes a value no node uses or produces and no graph output names.
   void remove_value(Value* value);
+  // Gives `value` a new name, unique in the graph (throws otherwise): a
+  // rewrite that puts a new value in an old one's place keeps the name.
+  void rename_value(Value* value, const std::string& name);
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& constants() const { return constants_; }

@@ -1,5 +1,9 @@
 #include "models/train_classifier.h"
 
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/train/evaluate.h"
 #include "frontend/train/trainer.h"
@@ -11,11 +15,22 @@ namespace weir::models {
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
                                           const Tensor& train_labels, const Tensor* test_examples,
                                           const Tensor* test_labels) {
-  ClassifierGraph train = build_classifier(options.model, options.batch, /*training=*/true, options.zoo);
+  // With data parallelism the graph is one replica's, on its share of the batch.
+  const int replicas = std::max(options.strategy.data_parallel.replicas,
+                                static_cast<int>(options.strategy.data_parallel.devices.size()));
+  if (replicas > 1 && options.batch % replicas != 0) {
+    throw Error(ErrorKind::kInvalidArgument, "the batch of " + std::to_string(options.batch) +
+                                                 " does not split evenly over " + std::to_string(replicas) +
+                                                 " data-parallel replicas");
+  }
+  ClassifierGraph train =
+      build_classifier(options.model, replicas > 1 ? options.batch / replicas : options.batch, /*training=*/true, options.zoo);
   TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, options.strategy);
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
-  Session session(compile(*train.graph), session_options);
+  CompileOptions compile_options;
+  compile_options.devices = step.devices;
+  Session session(compile(*train.graph, compile_options), session_options);
 
   auto dataset = std::make_shared<TensorDataset>(std::vector<Tensor>{train_examples, train_labels});
   DataLoader loader(dataset, {.batch_size = options.batch, .shuffle = true, .drop_last = true,
@@ -36,7 +51,7 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   result.total_steps = trainer.step();
   result.ms_per_step = stats.ms_per_step;
   result.last_loss = stats.last_loss;
-  result.peak_memory_bytes = session.memory_stats(Device::cpu()).stats.peak_bytes;
+  for (const DeviceMemoryStats& device : session.memory_stats()) result.peak_memory_bytes += device.stats.peak_bytes;
   result.training = step;
 
   ClassifierGraph infer = build_classifier(options.model, 0, /*training=*/false, options.zoo);

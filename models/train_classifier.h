@@ -29,7 +29,7 @@ struct ClassifierTraining {
   int64_t epochs = 1;
   int64_t steps = 0;  // > 0: this many steps instead of epochs
   OptimizerConfig optimizer{};
-  Strategy strategy{};      // AMP, recompute
+  Strategy strategy{};      // AMP, recompute, data parallelism (`batch` is the whole step's)
   double lr = 1e-3;
   uint64_t data_seed = 1;   // the loader's shuffling
   int inter_op_threads = 1;
@@ -45,7 +45,7 @@ struct ClassifierTrainingResult {
   double ms_per_step = 0;
   double last_loss = 0;
   double test_accuracy = -1;   // -1 without a test set
-  int64_t peak_memory_bytes = 0;  // the allocator's peak during training
+  int64_t peak_memory_bytes = 0;  // the allocators' peaks during training, summed over devices
   TrainingGraph training{};       // what minimize() made of the step (AMP, recompute figures)
   std::unique_ptr<Graph> inference_graph{};  // symbolic batch, trained weights baked in
 };

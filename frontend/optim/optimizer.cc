@@ -7,6 +7,7 @@
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
 #include "passes/autodiff/autodiff.h"
+#include "passes/collectives/data_parallel.h"
 #include "passes/memory/recompute.h"
 #include "passes/precision/auto_mixed_precision.h"
 #include "runtime/memory_estimate.h"
@@ -138,6 +139,7 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
   if (trained.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "minimize: the loss '" + loss + "' depends on no parameter");
   }
+  const std::vector<Value*> raw_grads = trained_grads;  // what data parallelism averages
   Value* found_inf = nullptr;
   if (scaling) {
     std::vector<Value*> inputs = {scale};
@@ -234,6 +236,29 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
     result.peak_bytes_after_recompute = pass.peak_after();
   } else if (recompute.memory_budget > 0) {
     throw Error(ErrorKind::kInvalidArgument, "minimize: a memory budget needs recompute (auto)");
+  }
+
+  const DataParallelStrategy& data_parallel = strategy.data_parallel;
+  if (data_parallel.replicas > 1 || data_parallel.devices.size() > 1) {
+    DataParallelOptions options;
+    options.devices = data_parallel.devices;
+    if (options.devices.empty()) {
+      for (int r = 0; r < data_parallel.replicas; ++r) options.devices.push_back(Device::cpu(r));
+    } else if (data_parallel.replicas > 1 && static_cast<size_t>(data_parallel.replicas) != options.devices.size()) {
+      throw Error(ErrorKind::kInvalidArgument, "minimize: data parallelism with " +
+                                                   std::to_string(data_parallel.replicas) + " replicas but " +
+                                                   std::to_string(options.devices.size()) + " devices");
+    }
+    for (const Value* grad : raw_grads) options.gradients.push_back(grad->name());
+    options.loss = loss;
+    DataParallel pass(options);
+    pass.run(graph, context);
+    result.devices = options.devices;
+    result.replicas = pass.result().replicas;
+    result.allreduces = pass.result().allreduces;
+  } else if (data_parallel.replicas < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "minimize: data parallelism needs at least 1 replica, got " +
+                                                 std::to_string(data_parallel.replicas));
   }
   return result;
 }

@@ -57,6 +57,11 @@ struct TrainingGraph {
   int recomputed_nodes = 0;
   int64_t peak_bytes_before_recompute = 0;
   int64_t peak_bytes_after_recompute = 0;
+  // Data parallel: the devices to compile the step for (empty: the default
+  // device), the replicas and the AllReduce nodes added.
+  std::vector<Device> devices{};
+  int replicas = 1;
+  int allreduces = 0;
 };
 
 // Appends the backward graph and the updates for every parameter. The loss
@@ -68,6 +73,7 @@ struct TrainingGraph {
 // the gradients, skips the update when one overflowed and adapts the scale
 // (ops/optimizer/loss_scaling.h). Recompute (passes/memory) runs last, on
 // the whole step, with the runtime's memory planner as its peak estimate.
+// The data-parallel rewrite (passes/collectives) replicates the result.
 TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
                        const Strategy& strategy, const OpRegistry& registry);
 TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,

@@ -1,15 +1,17 @@
 // Strategy — one object that turns on the training-graph rewrites beyond
-// plain differentiation: mixed precision and recompute (and, as they
-// arrive, the distributed ones). minimize() applies it.
+// plain differentiation: mixed precision, recompute and data parallelism
+// (and, as they arrive, the other distributed ones). minimize() applies it.
 //
 //   weir::Strategy strategy;
 //   strategy.amp.enabled = true;                     // bf16 on the CPU; fp16 adds loss scaling
 //   strategy.recompute.mode = weir::RecomputeMode::kAuto;
 //   strategy.recompute.memory_budget = int64_t{1} << 30;
+//   strategy.data_parallel.replicas = 2;             // cpu:0 and cpu:1, each on half the batch
 //   weir::TrainingGraph step = weir::minimize(graph, "loss", {.kind = weir::OptimizerKind::kAdam}, strategy);
 //
 // The same switches on the command line: graph-runner train --amp bf16|fp16
-// --recompute auto|NAME,NAME --memory-budget BYTES (parse_* below).
+// --recompute auto|NAME,NAME --memory-budget BYTES --data-parallel N
+// (parse_* below).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/dtype.h"
 
 namespace weir {
@@ -42,9 +45,20 @@ struct RecomputeStrategy {
   int64_t memory_budget = 0;               // bytes (kAuto); 0: the lowest peak
 };
 
+// The data-parallel rewrite (passes/collectives/data_parallel.h): the graph
+// given to minimize() is one replica's, built at the per-replica batch; the
+// step's batch inputs take `replicas` times its rows. Compile the step with
+// TrainingGraph::devices. Recompute, when on, is chosen for one replica
+// (its memory budget is per device) before the graph is replicated.
+struct DataParallelStrategy {
+  int replicas = 1;               // > 1: replicate the step
+  std::vector<Device> devices{};  // one per replica; empty: cpu:0 .. cpu:replicas-1
+};
+
 struct Strategy {
   AmpStrategy amp{};
   RecomputeStrategy recompute{};
+  DataParallelStrategy data_parallel{};
 };
 
 // --recompute: "auto", "off", or comma-separated checkpoint value names.

@@ -170,6 +170,28 @@ TEST(GraphRunner, TrainWithMixedPrecisionAndRecompute) {
   expect_error(run("train --model mlp --data synthetic --steps 1 --recompute nope"), "nope");
 }
 
+TEST(GraphRunner, TrainDataParallel) {
+  auto loss_of = [](const std::string& output) {
+    size_t at = output.find("final_loss: ");
+    return at == std::string::npos ? std::string("none") : output.substr(at, output.find('\n', at) - at);
+  };
+  const std::string common = "train --model mlp --data synthetic --steps 3 --batch 8 --optimizer sgd --lr 0.1 --mlp-layers 4";
+  Result one = run(common);
+  ASSERT_EQ(one.status, 0) << one.output;
+  testing::ScratchDir dir;
+  std::string step = (dir / "step.weir").string();
+  Result two = run(common + " --data-parallel 2 --recompute auto --save-training-graph " + step);
+  ASSERT_EQ(two.status, 0) << two.output;
+  EXPECT_NE(two.output.find("data parallel: 2 replicas on cpu:0..cpu:1"), std::string::npos) << two.output;
+  // Two halves of each batch, gradients averaged: the loss of one device on the whole batch.
+  EXPECT_EQ(loss_of(two.output), loss_of(one.output)) << one.output << two.output;
+  // The saved step names its devices; train --graph runs it on them.
+  Result saved = run("train --graph " + step + " --data synthetic --steps 2");
+  ASSERT_EQ(saved.status, 0) << saved.output;
+  expect_error(run("train --model mlp --data synthetic --steps 1 --batch 7 --data-parallel 2"), "does not split evenly over 2");
+  expect_error(run("train --graph " + step + " --data synthetic --steps 1 --data-parallel 2"), "--data-parallel");
+}
+
 TEST(GraphRunner, TrainsASavedTrainingGraph) {
   testing::ScratchDir dir;
   std::string step = (dir / "step.weir").string();

@@ -1,5 +1,6 @@
 #include "tools/graph-runner/train_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -47,6 +48,7 @@ struct TrainArgs {
   std::string amp;
   std::string recompute;
   std::string memory_budget;
+  int data_parallel = 1;
 };
 
 Strategy strategy_of(const TrainArgs& args) {
@@ -64,6 +66,7 @@ Strategy strategy_of(const TrainArgs& args) {
                                                "auto, not with named checkpoints");
     }
   }
+  strategy.data_parallel.replicas = args.data_parallel;
   return strategy;
 }
 
@@ -77,6 +80,25 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy) {
                 step.recompute_checkpoints.size(), step.recomputed_nodes,
                 static_cast<long long>(step.peak_bytes_before_recompute), static_cast<long long>(step.peak_bytes_after_recompute));
   }
+  if (step.replicas > 1) {
+    std::printf("data parallel: %d replicas on %s..%s, %d allreduces\n", step.replicas,
+                step.devices.front().to_string().c_str(), step.devices.back().to_string().c_str(), step.allreduces);
+  }
+}
+
+// The devices a saved graph's nodes are placed on, default first, then by
+// type and index (a data-parallel step names cpu:0 .. cpu:N-1).
+std::vector<Device> devices_named_by(const Graph& graph) {
+  std::vector<Device> devices = {Device::cpu()};
+  for (const Node* node : graph.nodes()) {
+    if (node->device() && std::find(devices.begin(), devices.end(), *node->device()) == devices.end()) {
+      devices.push_back(*node->device());
+    }
+  }
+  std::sort(devices.begin() + 1, devices.end(), [](const Device& a, const Device& b) {
+    return std::pair(static_cast<int>(a.type), a.index) < std::pair(static_cast<int>(b.type), b.index);
+  });
+  return devices;
 }
 
 // Seeded random examples shaped like the model's input, and random labels.
@@ -127,8 +149,9 @@ std::vector<Tensor> synthetic_fields(const std::vector<const Value*>& inputs, in
 // train --graph FILE: a saved training-step graph (inputs: the data, "lr",
 // and "step" for the Adam family; the loss is the first output).
 void train_graph(const TrainArgs& args) {
-  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, "--amp, --recompute and --memory-budget rewrite the training graph as it is "
+  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty() || args.data_parallel != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "--amp, --recompute, --memory-budget and --data-parallel rewrite the "
+                                             "training graph as it is "
                                              "built; use them with --model (and --save-training-graph to keep the result), "
                                              "not with --graph");
   }
@@ -172,7 +195,9 @@ void train_graph(const TrainArgs& args) {
   }
   SessionOptions session_options;
   session_options.inter_op_threads = args.threads;
-  Session session(compile(graph), session_options);
+  CompileOptions compile_options;
+  compile_options.devices = devices_named_by(graph);
+  Session session(compile(graph, compile_options), session_options);
   auto dataset = std::make_shared<TensorDataset>(fields);
   DataLoader loader(dataset, {.batch_size = batch, .seed = args.seed, .num_workers = 2});
   TrainerOptions options;
@@ -192,7 +217,9 @@ void train_graph(const TrainArgs& args) {
   std::printf("steps: %lld\n", static_cast<long long>(trainer.step()));
   std::printf("final_loss: %.4f\n", stats.last_loss);
   std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
-  std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(session.memory_stats(Device::cpu()).stats.peak_bytes));
+  int64_t peak = 0;
+  for (const DeviceMemoryStats& device : session.memory_stats()) peak += device.stats.peak_bytes;
+  std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(peak));
 }
 
 void train(const TrainArgs& args) {
@@ -219,6 +246,10 @@ void train(const TrainArgs& args) {
   options.checkpoint_every = args.checkpoint_every;
   options.resume = args.resume;
   options.strategy = strategy_of(args);
+  if (args.batch % args.data_parallel != 0) {
+    throw Error(ErrorKind::kInvalidArgument, "--batch " + std::to_string(args.batch) + " does not split evenly over " +
+                                                 std::to_string(args.data_parallel) + " data-parallel replicas");
+  }
 
   Tensor train_x, train_y, test_x, test_y;
   bool has_test = false;
@@ -246,7 +277,9 @@ void train(const TrainArgs& args) {
   }
 
   if (!args.save_training_graph.empty()) {
-    models::ClassifierGraph step = models::build_classifier(args.model, args.batch, /*training=*/true, options.zoo);
+    // One replica's graph: the rewrite gives the step the whole batch.
+    models::ClassifierGraph step =
+        models::build_classifier(args.model, args.batch / args.data_parallel, /*training=*/true, options.zoo);
     minimize(*step.graph, step.loss, options.optimizer, options.strategy);
     Model model;
     model.graph = std::move(step.graph);
@@ -301,6 +334,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--memory-budget", args->memory_budget,
                   "with --recompute auto: keep the estimated peak (arena, parameters, optimizer state, data) under "
                   "this many bytes (suffix K, M, G), or fail naming the lowest reachable");
+  cmd->add_option("--data-parallel", args->data_parallel,
+                  "replicate the step on N virtual CPU devices (cpu:0..N-1), each on batch/N examples, gradients "
+                  "averaged by AllReduce nodes in the graph (default 1)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--mlp-layers", args->mlp_layers, "mlp: hidden layers (default 1)")->check(CLI::PositiveNumber);
   cmd->add_option("--mlp-width", args->mlp_width, "mlp: hidden width (default 256)")->check(CLI::PositiveNumber);
   cmd->add_option("--save", args->save, "write the trained inference model (.weir / .weirtxt) here");

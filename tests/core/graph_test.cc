@@ -38,6 +38,22 @@ TEST(Graph, BuildsValuesNodesAndUseLists) {
   EXPECT_THROW(mm->attr("missing"), Error);
 }
 
+TEST(Graph, RenameValueKeepsUsesAndRefusesTakenNames) {
+  Graph g("g");
+  Value* x = g.add_input("x", kRow);
+  Node* relu = g.add_node("Relu", {x}, 1, {}, "relu");
+  Value* y = relu->output(0);
+  g.add_output(y);
+  g.rename_value(y, "y");
+  EXPECT_EQ(y->name(), "y");
+  EXPECT_EQ(g.find_value("y"), y);
+  EXPECT_EQ(g.find_value("relu:0"), nullptr);
+  EXPECT_EQ(g.outputs().front(), y);
+  EXPECT_THROW(g.rename_value(y, "x"), Error);
+  EXPECT_THROW(g.rename_value(y, ""), Error);
+  EXPECT_EQ(g.find_value("y"), y);  // unchanged after a refused rename
+}
+
 TEST(Graph, TopologicalOrderRespectsDataAndControlEdges) {
   Graph g("g");
   Value* x = g.add_input("x", kRow);

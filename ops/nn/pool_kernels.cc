@@ -317,8 +317,7 @@ bool max_pool_backward_2x2(const ConvProblem& p, const T* src, const T* grad, T*
     const T* g = grad + oh * OW;
     T* o0 = dx + 2 * oh * W;
     T* o1 = o0 + W;
-    int64_t ow = 0;
-    for (; ow + 4 <= OW; ow += 4) {
+    auto block = [&](int64_t ow) {
       __m128 x0 = load4(r0 + 2 * ow), x1 = load4(r0 + 2 * ow + 4);
       __m128 y0 = load4(r1 + 2 * ow), y1 = load4(r1 + 2 * ow + 4);
       __m128 a = _mm_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), b = _mm_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
@@ -336,6 +335,14 @@ bool max_pool_backward_2x2(const ConvProblem& p, const T* src, const T* grad, T*
       store4(o0 + 2 * ow + 4, _mm_unpackhi_ps(ga, gb));
       store4(o1 + 2 * ow, _mm_unpacklo_ps(gc, gd));
       store4(o1 + 2 * ow + 4, _mm_unpackhi_ps(gc, gd));
+    };
+    int64_t ow = 0;
+    for (; ow + 4 <= OW; ow += 4) block(ow);
+    // A ragged end (LeNet's 7- and 14-wide outputs) is one more block that
+    // overlaps the last: it writes the same values again, no scalar tail.
+    if (ow < OW && OW >= 4) {
+      block(OW - 4);
+      ow = OW;
     }
     for (; ow < OW; ++ow) {
       float a = to_float(r0[2 * ow]), b = to_float(r0[2 * ow + 1]), c = to_float(r1[2 * ow]), d = to_float(r1[2 * ow + 1]);

@@ -256,12 +256,15 @@ TEST(PoolErrors, BadAttributesAreNamed) {
 
 
 // Non-overlapping windows (stride = kernel) take a fast path (SSE for f32
-// 2x2). Checked against the first-maximum rule on odd sizes (rows and
-// columns no window covers), values with many ties, and a NaN in one plane.
+// and bf16 2x2, in blocks of 4 outputs, a ragged row end as one overlapping
+// block, rows under 4 outputs scalar). Checked against the first-maximum
+// rule on odd sizes (rows and columns no window covers), output rows of 7,
+// 6 and 3, values with many ties, and a NaN in one plane.
 TEST(PoolGradients, NonOverlappingMaxPoolGradMatchesTheFirstMaxRule) {
-  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+  const std::vector<std::vector<int64_t>> shapes = {{2, 3, 9, 13}, {1, 5, 6, 15}, {2, 3, 4, 6}};
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat64}) {
     for (int64_t k : {2, 3}) {
-      const std::vector<int64_t> sizes = {2, 3, 9, 13};
+     for (const std::vector<int64_t>& sizes : shapes) {
       const int64_t H = sizes[2], W = sizes[3], OH = H / k, OW = W / k, planes = sizes[0] * sizes[1];
       std::vector<double> x = random_values(DType::kFloat64, count_of(sizes), 80 + static_cast<uint32_t>(k));
       for (double& v : x) v = std::round(v);  // few distinct values: many ties
@@ -290,9 +293,11 @@ TEST(PoolGradients, NonOverlappingMaxPoolGradMatchesTheFirstMaxRule) {
       std::vector<double> values = to_doubles(got);
       ASSERT_EQ(values.size(), expected.size());
       for (size_t i = 0; i < values.size(); ++i) {
-        double tol = dtype == DType::kFloat32 ? 1e-6 * (1 + std::abs(expected[i])) : 1e-12;
-        ASSERT_NEAR(values[i], expected[i], tol) << dtype_name(dtype) << " k " << k << " element " << i;
+        // bf16 holds dY to 8 significant bits; the rounded integers of X exactly.
+        double tol = dtype == DType::kFloat64 ? 1e-12 : (dtype == DType::kFloat32 ? 1e-6 : 8e-3) * (1 + std::abs(expected[i]));
+        ASSERT_NEAR(values[i], expected[i], tol) << dtype_name(dtype) << " k " << k << " W " << W << " element " << i;
       }
+     }
     }
   }
 }

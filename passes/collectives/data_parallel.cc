@@ -255,7 +255,10 @@ class Rewrite {
   void combine_outputs(Value* loss) {
     std::vector<Value*> combined = {loss};
     for (Value* out : graph_.outputs()) {
-      if (out != loss && out->producer() != nullptr && replicated_.count(out->producer())) combined.push_back(out);
+      if (out->producer() != nullptr && replicated_.count(out->producer()) &&
+          std::find(combined.begin(), combined.end(), out) == combined.end()) {
+        combined.push_back(out);
+      }
     }
     for (Value* value : combined) {
       const std::string name = value->name();

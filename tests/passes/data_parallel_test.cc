@@ -125,6 +125,30 @@ TEST(DataParallel, ReplicasTrainLikeOneDeviceOnTheWholeBatch) {
   EXPECT_LT(adam, 1e-5);
 }
 
+TEST(DataParallel, OtherOutputsAreConcatenatedRowsOrAveragedScalars) {
+  // The logits as a second output: each replica's rows, concatenated in order.
+  auto with_logits = [](int64_t batch, const Strategy& strategy) {
+    models::ZooOptions zoo;
+    zoo.image_size = 8;
+    models::ClassifierGraph c = models::build_classifier("mlp", batch, /*training=*/true, zoo);
+    for (Node* node : c.graph->nodes()) {
+      if (node->op_type() == "SoftmaxCrossEntropyLoss") c.graph->add_output(node->input(0));
+    }
+    TrainingGraph t = minimize(*c.graph, c.loss, {.kind = OptimizerKind::kSgd}, strategy);
+    CompileOptions options;
+    options.devices = t.devices;
+    return compile(*c.graph, options);
+  };
+  Session whole(with_logits(12, {})), split(with_logits(4, data_parallel(3)));
+  auto feeds = feeds_for(12, 0, false);
+  std::vector<Tensor> a = whole.run(feeds), b = split.run(feeds);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_NEAR(a[0].data<float>()[0], b[0].data<float>()[0], 1e-6);
+  ASSERT_EQ(b[1].sizes(), (std::vector<int64_t>{12, 10}));
+  EXPECT_LT(relative_difference(a[1], b[1]), 1e-6);
+}
+
 TEST(DataParallel, RecomputeAndMixedPrecisionCompose) {
   // Dropout on: each replica draws its own masks, and recompute must replay
   // each replica's own.

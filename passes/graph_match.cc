@@ -43,16 +43,23 @@ std::vector<int64_t> transpose_perm(const Node& transpose) {
   return reversed;
 }
 
-std::unordered_set<const Node*> nodes_feeding(const Value* value) {
+std::unordered_set<const Node*> nodes_feeding(const Value* value) { return nodes_feeding({value}, false); }
+
+std::unordered_set<const Node*> nodes_feeding(const std::vector<const Value*>& values, bool through_control) {
   std::unordered_set<const Node*> nodes;
   std::vector<const Node*> stack;
-  if (value->producer() != nullptr) stack.push_back(value->producer());
+  for (const Value* value : values) {
+    if (value->producer() != nullptr) stack.push_back(value->producer());
+  }
   while (!stack.empty()) {
     const Node* node = stack.back();
     stack.pop_back();
     if (!nodes.insert(node).second) continue;
     for (const Value* input : node->inputs()) {
       if (input != nullptr && input->producer() != nullptr) stack.push_back(input->producer());
+    }
+    if (through_control) {
+      for (const Node* control : node->control_inputs()) stack.push_back(control);
     }
   }
   return nodes;

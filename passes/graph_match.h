@@ -33,5 +33,8 @@ std::vector<int64_t> transpose_perm(const Node& transpose);
 // The nodes `value` depends on through data edges, its producer included
 // (a loss's forward graph, for autodiff and recompute).
 std::unordered_set<const Node*> nodes_feeding(const Value* value);
+// The nodes any of `values` depends on, through data edges and with
+// `through_control` also control edges (what a data-parallel replica runs).
+std::unordered_set<const Node*> nodes_feeding(const std::vector<const Value*>& values, bool through_control);
 
 }  // namespace weir

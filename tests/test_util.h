@@ -1,6 +1,8 @@
 // Helpers shared by Weir's tests: scratch directories and seeded random data.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -56,6 +58,18 @@ inline Tensor random_f64_tensor(const std::vector<int64_t>& sizes, uint32_t seed
   Tensor t(DType::kFloat64, sizes);
   for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = scale * f[static_cast<size_t>(i)];
   return t;
+}
+
+// ||a - b|| / ||a|| over two f32 tensors of the same size.
+inline double relative_l2(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < std::min(a.num_elements(), b.num_elements()); ++i) {
+    double x = a.data<float>()[i], y = b.data<float>()[i];
+    diff += (x - y) * (x - y);
+    norm += x * x;
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
 }
 
 }  // namespace weir::testing

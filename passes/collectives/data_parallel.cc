@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/type_inference.h"
+#include "passes/graph_match.h"
 
 namespace weir {
 namespace {
@@ -20,25 +21,6 @@ std::string fresh_name(Graph& graph, const std::string& name) {
 bool has_trait(const Node& node, const OpRegistry& registry, OpTrait trait) {
   const OpSchema* schema = registry.find(node.op_type(), node.domain());
   return schema != nullptr && schema->has(trait);
-}
-
-// What the roots depend on through data and control edges.
-std::unordered_set<const Node*> nodes_behind(const std::vector<const Value*>& roots) {
-  std::unordered_set<const Node*> nodes;
-  std::vector<const Node*> stack;
-  for (const Value* root : roots) {
-    if (root->producer() != nullptr) stack.push_back(root->producer());
-  }
-  while (!stack.empty()) {
-    const Node* node = stack.back();
-    stack.pop_back();
-    if (!nodes.insert(node).second) continue;
-    for (const Value* input : node->inputs()) {
-      if (input != nullptr && input->producer() != nullptr) stack.push_back(input->producer());
-    }
-    for (const Node* control : node->control_inputs()) stack.push_back(control);
-  }
-  return nodes;
 }
 
 Value* find_or_throw(const Graph& graph, const std::string& name, const char* what) {
@@ -68,7 +50,7 @@ class Rewrite {
       gradients.push_back(find_or_throw(graph_, name, "gradient"));
       roots.push_back(gradients.back());
     }
-    replicated_ = nodes_behind(roots);
+    replicated_ = nodes_feeding(roots, /*through_control=*/true);
     for (Node* node : graph_.topological_order()) {
       if (replicated_.count(node)) {
         order_.push_back(node);

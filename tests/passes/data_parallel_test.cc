@@ -57,17 +57,6 @@ std::map<std::string, Tensor> feeds_for(int64_t batch, int step, bool adam) {
   return feeds;
 }
 
-double relative_difference(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    double x = a.data<float>()[i], y = b.data<float>()[i];
-    diff += (x - y) * (x - y);
-    norm += x * x;
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
 // Runs both steps `steps` times on the same whole batches; returns the
 // largest relative difference of losses and parameters.
 double train_and_compare(Step& a, Step& b, int64_t batch, int steps, bool adam) {
@@ -82,7 +71,7 @@ double train_and_compare(Step& a, Step& b, int64_t batch, int steps, bool adam) 
   }
   EXPECT_EQ(a.training.parameters, b.training.parameters);
   for (const std::string& name : a.training.parameters) {
-    worst = std::max(worst, relative_difference(sa.state(name), sb.state(name)));
+    worst = std::max(worst, testing::relative_l2(sa.state(name), sb.state(name)));
   }
   return worst;
 }
@@ -146,7 +135,7 @@ TEST(DataParallel, OtherOutputsAreConcatenatedRowsOrAveragedScalars) {
   ASSERT_EQ(b.size(), 2u);
   EXPECT_NEAR(a[0].data<float>()[0], b[0].data<float>()[0], 1e-6);
   ASSERT_EQ(b[1].sizes(), (std::vector<int64_t>{12, 10}));
-  EXPECT_LT(relative_difference(a[1], b[1]), 1e-6);
+  EXPECT_LT(testing::relative_l2(a[1], b[1]), 1e-6);
 }
 
 TEST(DataParallel, RecomputeAndMixedPrecisionCompose) {

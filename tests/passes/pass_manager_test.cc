@@ -264,16 +264,6 @@ TEST(LayerNormFusion, RecognisesTheDecomposedForm) {
   }
 }
 
-double relative_l2(const Tensor& a, const Tensor& b) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    double x = a.data<float>()[i], y = b.data<float>()[i];
-    diff += (x - y) * (x - y);
-    norm += x * x;
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
 // ResNet-18 for inference: every BatchNormalization folds into its Conv
 // (after freezing the weights), and the logits stay within 1e-4 relative L2.
 TEST(ConvBatchNormFolding, ResnetHasNoBatchNormLeft) {
@@ -312,7 +302,7 @@ TEST(ConvBatchNormFolding, ResnetHasNoBatchNormLeft) {
   std::printf("resnet18: %zu nodes -> %zu\n", model.graph->num_nodes(), optimized->num_nodes());
   Tensor x = Tensor::from_vector(testing::random_floats(2 * 3 * 32 * 32, 7, 0.0f, 1.0f), {2, 3, 32, 32});
   Tensor before = evaluate_graph(*model.graph, {{"x", x}})[0], after = evaluate_graph(*optimized, {{"x", x}})[0];
-  EXPECT_LT(relative_l2(before, after), 1e-4);
+  EXPECT_LT(testing::relative_l2(before, after), 1e-4);
 }
 
 // Conv + Relu becomes FusedConv: f32 through oneDNN's post-op, f64 through

@@ -102,6 +102,19 @@ class Rewrite {
     }
   }
 
+  // The uses of `value` by nodes inside (or outside) the replicated part,
+  // taken before new readers are added, and pointing them elsewhere.
+  std::vector<Use> uses_of(const Value* value, bool inside) const {
+    std::vector<Use> uses;
+    for (const Use& use : value->uses()) {
+      if ((replicated_.count(use.node) != 0) == inside) uses.push_back(use);
+    }
+    return uses;
+  }
+  static void redirect(const std::vector<Use>& uses, Value* to) {
+    for (const Use& use : uses) use.node->set_input(static_cast<size_t>(use.input_index), to);
+  }
+
   bool read_by_replica(const Value* value) const {
     return std::any_of(value->uses().begin(), value->uses().end(),
                        [&](const Use& use) { return replicated_.count(use.node) != 0; });
@@ -133,10 +146,7 @@ class Rewrite {
                                                      input->type().to_string());
       }
       const int64_t rows = shape[0].size();
-      std::vector<Use> replica_uses;
-      for (const Use& use : input->uses()) {
-        if (replicated_.count(use.node)) replica_uses.push_back(use);
-      }
+      if (replica_rows_ < 0) replica_rows_ = rows;
       Shape whole = shape;
       whole[0] = Dim(rows * static_cast<int64_t>(replicas_));
       input->set_type({input->dtype(), whole});
@@ -156,7 +166,7 @@ class Rewrite {
       }
       // Replica 0 (the original nodes) reads its shard; the clones map that shard to theirs.
       Value* first_shard = value_map_[0][input];
-      for (const Use& use : replica_uses) use.node->set_input(static_cast<size_t>(use.input_index), first_shard);
+      redirect(uses_of(input, /*inside=*/true), first_shard);
       for (size_t r = 1; r < replicas_; ++r) value_map_[r][first_shard] = value_map_[r][input];
       batch_input_names_.push_back(input->name());
     }
@@ -223,12 +233,8 @@ class Rewrite {
 
   void average_gradient(Value* gradient) {
     if (gradient->producer() == nullptr || !replicated_.count(gradient->producer())) return;  // the same everywhere
-    std::vector<Use> tail_uses;
-    for (const Use& use : gradient->uses()) {
-      if (!replicated_.count(use.node)) tail_uses.push_back(use);
-    }
-    Node* reduce = all_reduce(gradient, "dp/grad/" + gradient->name(), nullptr);
-    for (const Use& use : tail_uses) use.node->set_input(static_cast<size_t>(use.input_index), reduce->output(0));
+    std::vector<Use> tail_uses = uses_of(gradient, /*inside=*/false);
+    redirect(tail_uses, all_reduce(gradient, "dp/grad/" + gradient->name(), nullptr)->output(0));
   }
 
   // The loss and the other graph outputs that replicas compute keep their
@@ -246,18 +252,13 @@ class Rewrite {
       const std::string name = value->name();
       const Shape& shape = value->shape();
       const bool scalar = shape.has_rank() && shape.rank() == 0;
-      const bool rows = !scalar && shape.has_rank() && shape[0].is_static() && !batch_input_names_.empty() &&
-                        shape[0].size() == graph_.find_value(batch_input_names_.front())->shape()[0].size() /
-                                               static_cast<int64_t>(replicas_);
+      const bool rows = !scalar && shape.has_rank() && shape[0].is_static() && shape[0].size() == replica_rows_;
       if (!scalar && !rows) {
         throw Error(ErrorKind::kUnsupported, "data-parallel rewrite: cannot combine the replicas' graph output '" +
                                                  name + "' (" + value->type().to_string() +
                                                  "): only scalars (averaged) and per-example rows (concatenated)");
       }
-      std::vector<Use> tail_uses;
-      for (const Use& use : value->uses()) {
-        if (!replicated_.count(use.node)) tail_uses.push_back(use);
-      }
+      std::vector<Use> tail_uses = uses_of(value, /*inside=*/false);
       graph_.rename_value(value, fresh_name(graph_, name + "/replica0"));
       Value* whole = graph_.add_value(name, value->type());
       if (scalar) {
@@ -270,7 +271,7 @@ class Rewrite {
         concat->set_device(options_.devices[0]);
         infer_node_types(*concat, registry_);
       }
-      for (const Use& use : tail_uses) use.node->set_input(static_cast<size_t>(use.input_index), whole);
+      redirect(tail_uses, whole);
       for (size_t i = 0; i < graph_.outputs().size(); ++i) {
         if (graph_.outputs()[i] == value) graph_.set_output(i, whole);
       }
@@ -312,6 +313,7 @@ class Rewrite {
   std::vector<std::unordered_map<const Node*, Node*>> clone_of_ =
       std::vector<std::unordered_map<const Node*, Node*>>(replicas_ > 0 ? replicas_ - 1 : 0);
   std::vector<std::string> batch_input_names_;
+  int64_t replica_rows_ = -1;  // the per-replica batch (first dim of the batch inputs); -1: none
   int allreduces_ = 0;
 };
 

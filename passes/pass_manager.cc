@@ -4,8 +4,10 @@
 #include "core/type_inference.h"
 #include "core/verifier.h"
 #include "passes/fusion/attention_fusion.h"
+#include "passes/fusion/concat_conv_split.h"
 #include "passes/fusion/conv_activation_fusion.h"
 #include "passes/fusion/conv_batch_norm_folding.h"
+#include "passes/fusion/conv_input_affine_folding.h"
 #include "passes/fusion/conv_residual_fusion.h"
 #include "passes/fusion/elementwise_fusion.h"
 #include "passes/fusion/gelu_fusion.h"
@@ -68,8 +70,11 @@ struct Registered {
 // folding finishes the shape arithmetic); no-ops; folding (shape arithmetic and frozen-weight arithmetic
 // become constants); CSE (folded duplicates now read the same values); the
 // fusions, on the simplified graph (Conv+BN needs constant weights, and
-// runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv; the layout
-// after the conv fusions, so it moves whole FusedConvs; elementwise chains
+// runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv; an input
+// normalization folds into the conv after it, on the constant weights; the layout
+// after the conv fusions, so it moves whole FusedConvs; the concat split
+// after the layout, which decides the channel axis and moves the pools next
+// to the Concats; elementwise chains
 // last, so activations fuse into their convs and matmuls first);
 // DCE last (it sweeps what the others left unread).
 const std::vector<Registered>& registered() {
@@ -81,12 +86,14 @@ const std::vector<Registered>& registered() {
       {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},
+      {"conv_input_affine_folding", 2, [] { return std::unique_ptr<Pass>(new ConvInputAffineFolding()); }},
       {"conv_residual_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvResidualFusion()); }},
       {"conv_activation_fusion", 3, [] { return std::unique_ptr<Pass>(new ConvActivationFusion()); }},
       {"gelu_fusion", 2, [] { return std::unique_ptr<Pass>(new GeluFusion()); }},
       {"layer_norm_fusion", 2, [] { return std::unique_ptr<Pass>(new LayerNormFusion()); }},
       {"attention_fusion", 3, [] { return std::unique_ptr<Pass>(new AttentionFusion()); }},
       {"channels_last_layout", 3, [] { return std::unique_ptr<Pass>(new ChannelsLastLayout()); }},
+      {"concat_conv_split", 3, [] { return std::unique_ptr<Pass>(new ConcatConvSplit()); }},
       {"matmul_fusion", 3, [] { return std::unique_ptr<Pass>(new MatMulFusion()); }},
       {"matmul_add_to_gemm", 3, [] { return std::unique_ptr<Pass>(new MatMulAddToGemm()); }},
       {"elementwise_fusion", 3, [] { return std::unique_ptr<Pass>(new ElementwiseFusion()); }},

@@ -440,16 +440,16 @@ TEST(ChannelsLastLayout, RunsConvsChannelsLastWithTransposesOnlyAtTheBoundaries)
 }
 
 // A SqueezeNet fire module: squeeze 1x1, then 1x1 and 3x3 expands
-// concatenated on the channel axis, then a ceil-mode max-pool. The Concat
-// moves to the channels-last axis, so no Transpose sits inside the module.
-TEST(ChannelsLastLayout, ConcatOfChannelsMovesToTheLastAxis) {
+// concatenated on the channel axis, a ceil-mode max-pool and the next squeeze.
+std::unique_ptr<Graph> fire_module() {
   auto g = std::make_unique<Graph>("fire");
   const DType f = DType::kFloat32;
   Value* x = g->add_input("x", {f, Shape{1, 6, 11, 11}});
   auto conv = [&](Value* in, int64_t k, int64_t c, int64_t kernel, uint32_t seed) {
     int64_t pad = kernel / 2;
     Value* w = g->add_constant(g->unique_name("w"), random_tensor(f, {k, c, kernel, kernel}, seed, -0.5f, 0.5f));
-    Value* y = g->add_node("Conv", {in, w}, 1, {{"pads", Attribute(Ints{pad, pad, pad, pad})}})->output(0);
+    Value* b = g->add_constant(g->unique_name("b"), random_tensor(f, {k}, seed + 100, -0.5f, 0.5f));
+    Value* y = g->add_node("Conv", {in, w, b}, 1, {{"pads", Attribute(Ints{pad, pad, pad, pad})}})->output(0);
     return g->add_node("Relu", {y})->output(0);
   };
   Value* squeeze = conv(x, 4, 6, 1, 1);
@@ -458,17 +458,183 @@ TEST(ChannelsLastLayout, ConcatOfChannelsMovesToTheLastAxis) {
                                                      {"ceil_mode", Attribute(int64_t{1})}})->output(0);
   g->add_output(conv(pooled, 2, 8, 1, 4));
   finish(*g);
+  return g;
+}
+
+// The Concat moves to the channels-last axis, so no Transpose sits inside
+// the module (the concat split, which would remove the Concat, is off).
+TEST(ChannelsLastLayout, ConcatOfChannelsMovesToTheLastAxis) {
+  auto g = fire_module();
   auto optimized = g->clone();
   PassContext ctx;
-  inference_pipeline(3)->run(*optimized, ctx);
+  inference_pipeline(3, {"concat_conv_split"})->run(*optimized, ctx);
   EXPECT_EQ(count_ops(*optimized, "Transpose"), 2) << "into the squeeze conv, out of the last conv";
+  ASSERT_EQ(count_ops(*optimized, "Concat"), 1);
   for (const Node* node : optimized->nodes()) {
     if (node->op_type() == "Concat") {
       EXPECT_EQ(node->attr("axis").i(), 3);
     }
   }
-  Tensor input = random_tensor(f, {1, 6, 11, 11}, 5);
+  Tensor input = random_tensor(DType::kFloat32, {1, 6, 11, 11}, 5);
   EXPECT_LT(max_relative_difference(evaluate_graph(*g, {{"x", input}})[0], evaluate_graph(*optimized, {{"x", input}})[0]), 1e-5);
+}
+
+// The whole pipeline on the fire module: the pool moves above the Concat
+// (one per expand), and the next squeeze conv reads the two expands in two
+// chained FusedConvs, so nothing is concatenated.
+TEST(ConcatConvSplit, FireModuleRunsWithoutAConcat) {
+  auto g = fire_module();
+  auto optimized = g->clone();
+  PassContext ctx;
+  inference_pipeline(3)->run(*optimized, ctx);
+  EXPECT_EQ(count_ops(*optimized, "Concat"), 0);
+  EXPECT_EQ(count_ops(*optimized, "ChannelsLastPool"), 2);
+  EXPECT_EQ(count_ops(*optimized, "FusedConv"), 5) << "squeeze, two expands, the next squeeze in two parts";
+  EXPECT_EQ(count_ops(*optimized, "Transpose"), 2);
+  Tensor input = random_tensor(DType::kFloat32, {1, 6, 11, 11}, 5);
+  EXPECT_LT(max_relative_difference(evaluate_graph(*g, {{"x", input}})[0], evaluate_graph(*optimized, {{"x", input}})[0]), 1e-5);
+}
+
+// Conv(Concat(a, b, c)) on channels-first data, f32 (oneDNN) and f64 (the
+// direct loops), with and without a fused activation: three chained
+// FusedConvs, the bias on the first, the activation on the last.
+TEST(ConcatConvSplit, SplitsAConvOverThreePartsAndMatches) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + (relu ? " relu" : ""));
+      Graph g("concat_conv");
+      std::vector<Value*> parts;
+      for (int64_t c : {4, 6, 3}) {
+        Value* in = g.add_input("x" + std::to_string(c), {dtype, Shape{2, c, 7, 7}});
+        parts.push_back(g.add_node("Tanh", {in})->output(0));
+      }
+      Value* joined = g.add_node("Concat", parts, 1, {{"axis", Attribute(int64_t{1})}})->output(0);
+      Value* w = g.add_constant("w", random_tensor(dtype, {5, 13, 3, 3}, 1));
+      Value* b = g.add_constant("b", random_tensor(dtype, {5}, 2));
+      Value* y = g.add_node("Conv", {joined, w, b}, 1, {{"pads", Attribute(Ints{1, 1, 1, 1})}})->output(0);
+      g.add_output(relu ? g.add_node("Relu", {y})->output(0) : y);
+      finish(g);
+      auto split = g.clone();
+      PassContext ctx;
+      if (relu) {
+        EXPECT_TRUE(ConvActivationFusion().run(*split, ctx));
+      }
+      EXPECT_TRUE(make_pass("concat_conv_split")->run(*split, ctx));
+      finish(*split);
+      EXPECT_EQ(count_ops(*split, "Concat"), 0);
+      ASSERT_EQ(count_ops(*split, "FusedConv"), 3);
+      EXPECT_EQ(split->outputs().front()->name(), g.outputs().front()->name());
+      const Node* last = split->outputs().front()->producer();
+      EXPECT_EQ(last->attr("activation").s(), relu ? "Relu" : "None");
+      std::map<std::string, Tensor> feeds;
+      for (int64_t c : {4, 6, 3}) feeds["x" + std::to_string(c)] = random_tensor(dtype, {2, c, 7, 7}, static_cast<uint32_t>(10 + c), -2.0f, 2.0f);
+      Tensor before = evaluate_graph(g, feeds)[0], after = evaluate_graph(*split, feeds)[0];
+      EXPECT_LT(max_relative_difference(before, after), dtype == DType::kFloat32 ? 1e-5 : 1e-12);
+    }
+  }
+}
+
+// Where splitting would not pay or is not the same computation, the graph stays.
+TEST(ConcatConvSplit, LeavesWhatItCannotSplit) {
+  struct Case {
+    const char* name;
+    int64_t out_channels, group, axis;
+    bool concat_is_output;
+  };
+  for (const Case& c : {Case{"wide output: the extra pass costs more than the Concat", 16, 1, 1, false},
+                        Case{"grouped conv", 4, 2, 1, false}, Case{"spatial concat", 4, 1, 2, false},
+                        Case{"concat read elsewhere", 4, 1, 1, true}}) {
+    SCOPED_TRACE(c.name);
+    Graph g("concat_conv");
+    Value* a = g.add_node("Tanh", {g.add_input("a", {DType::kFloat32, Shape{1, 4, 6, 6}})})->output(0);
+    Value* b = g.add_node("Tanh", {g.add_input("b", {DType::kFloat32, Shape{1, 4, 6, 6}})})->output(0);
+    Value* joined = g.add_node("Concat", {a, b}, 1, {{"axis", Attribute(c.axis)}})->output(0);
+    Value* w = g.add_constant("w", random_tensor(DType::kFloat32, {c.out_channels, 8 / c.group, 1, 1}, 1));
+    if (c.axis != 1) w = g.add_constant("w4", random_tensor(DType::kFloat32, {c.out_channels, 4, 1, 1}, 1));
+    g.add_output(g.add_node("Conv", {joined, w}, 1, {{"group", Attribute(c.group)}})->output(0));
+    if (c.concat_is_output) g.add_output(joined);
+    finish(g);
+    PassContext ctx;
+    EXPECT_FALSE(make_pass("concat_conv_split")->run(g, ctx));
+    EXPECT_EQ(count_ops(g, "Concat"), 1);
+  }
+}
+
+// An input normalization before a conv, in the forms exporters write it:
+// per-channel Sub then Div, scalar Add then Mul (Weir's zoo), Mul then Sub
+// of a [1, C, 1, 1] constant, k - x; on a plain and a grouped conv. Folded
+// into the weights and bias, the conv reads x itself.
+TEST(ConvInputAffineFolding, FoldsANormalizationIntoTheConv) {
+  using Build = std::function<Value*(Graph&, Value*, DType)>;
+  auto constant = [](Graph& g, DType dtype, const Ints& sizes, uint32_t seed, float low, float high) {
+    return g.add_constant(g.unique_name("k"), random_tensor(dtype, sizes, seed, low, high));
+  };
+  const std::vector<std::pair<const char*, Build>> forms = {
+      {"sub-div", [&](Graph& g, Value* x, DType t) {
+         Value* centered = g.add_node("Sub", {x, constant(g, t, {3, 1, 1}, 20, -1.0f, 1.0f)})->output(0);
+         return g.add_node("Div", {centered, constant(g, t, {3, 1, 1}, 21, 0.5f, 2.0f)})->output(0);
+       }},
+      {"add-mul scalars", [&](Graph& g, Value* x, DType t) {
+         Value* shifted = g.add_node("Add", {x, constant(g, t, {}, 22, -1.0f, 1.0f)})->output(0);
+         return g.add_node("Mul", {constant(g, t, {}, 23, 0.5f, 2.0f), shifted})->output(0);
+       }},
+      {"mul-sub", [&](Graph& g, Value* x, DType t) {
+         Value* scaled = g.add_node("Mul", {x, constant(g, t, {1, 3, 1, 1}, 24, -2.0f, 2.0f)})->output(0);
+         return g.add_node("Sub", {scaled, constant(g, t, {1, 3, 1, 1}, 25, -1.0f, 1.0f)})->output(0);
+       }},
+      {"k minus x", [&](Graph& g, Value* x, DType t) {
+         return g.add_node("Sub", {constant(g, t, {3, 1, 1}, 26, -1.0f, 1.0f), x})->output(0);
+       }},
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (const auto& [form, build] : forms) {
+      for (int64_t group : {1, 3}) {
+        SCOPED_TRACE(std::string(form) + " " + std::string(dtype_name(dtype)) + " group " + std::to_string(group));
+        Graph g("normalized_conv");
+        Value* x = g.add_input("x", {dtype, Shape{2, 3, 9, 9}});
+        Value* w = g.add_constant("w", random_tensor(dtype, {6, 3 / group, 3, 3}, 1));
+        Value* b = g.add_constant("b", random_tensor(dtype, {6}, 2));
+        g.add_output(g.add_node("Conv", {build(g, x, dtype), w, b}, 1,
+                                {{"strides", Attribute(Ints{2, 2})}, {"group", Attribute(group)}})->output(0));
+        finish(g);
+        auto folded = g.clone();
+        PassContext ctx;
+        EXPECT_TRUE(make_pass("conv_input_affine_folding")->run(*folded, ctx));
+        finish(*folded);
+        ASSERT_EQ(folded->num_nodes(), 1u) << "the conv alone";
+        EXPECT_EQ(folded->nodes().front()->input(0), folded->inputs().front());
+        Tensor input = random_tensor(dtype, {2, 3, 9, 9}, 3, 0.0f, 1.0f);
+        Tensor before = evaluate_graph(g, {{"x", input}})[0], after = evaluate_graph(*folded, {{"x", input}})[0];
+        EXPECT_LT(max_relative_difference(before, after), dtype == DType::kFloat32 ? 1e-5 : 1e-12);
+      }
+    }
+  }
+}
+
+// A shift does not fold into a conv that pads (the padding zeros come after
+// the shift); a pure scale does. A normalized value read twice stays.
+TEST(ConvInputAffineFolding, RespectsPaddingAndOtherReaders) {
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which);
+    Graph g("normalized_conv");
+    Value* x = g.add_input("x", {DType::kFloat32, Shape{1, 3, 8, 8}});
+    Value* scale = g.add_constant("scale", random_tensor(DType::kFloat32, {3, 1, 1}, 4, 0.5f, 2.0f));
+    Value* shift = g.add_constant("shift", random_tensor(DType::kFloat32, {3, 1, 1}, 5));
+    Value* normalized = g.add_node("Mul", {x, scale})->output(0);
+    if (which != 1) normalized = g.add_node("Add", {normalized, shift})->output(0);
+    Value* w = g.add_constant("w", random_tensor(DType::kFloat32, {4, 3, 3, 3}, 6));
+    g.add_output(g.add_node("Conv", {normalized, w}, 1, {{"pads", Attribute(Ints{1, 1, 1, 1})}})->output(0));
+    if (which == 2) g.add_output(normalized);
+    finish(g);
+    auto folded = g.clone();
+    PassContext ctx;
+    bool changed = make_pass("conv_input_affine_folding")->run(*folded, ctx);
+    EXPECT_EQ(changed, which == 1) << "only the pure scale folds";
+    finish(*folded);
+    Tensor input = random_tensor(DType::kFloat32, {1, 3, 8, 8}, 7);
+    Tensor before = evaluate_graph(g, {{"x", input}})[0], after = evaluate_graph(*folded, {{"x", input}})[0];
+    EXPECT_LT(max_relative_difference(before, after), 1e-5);
+  }
 }
 
 TEST(ChannelsLastLayout, LeavesWeightsThatChangeAndOtherDtypesAlone) {

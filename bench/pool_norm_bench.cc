@@ -47,8 +47,11 @@ Case make_case(int which) {
       return {"BatchNormalization", {image, channel, channel, channel, channel}, {}, image_bytes * 2};
     case 3:
       return {"LayerNormalization", {{128, 768}, {768}, {768}}, {{"axis", int64_t{-1}}}, 4.0 * 128 * 768 * 2};
-    default:
+    case 4:
       return {"Softmax", {{12 * 128, 128}}, {{"axis", int64_t{-1}}}, 4.0 * 12 * 128 * 128 * 2};
+    default:  // SqueezeNet's global pool on channels-last data, batch 1 (Weir only)
+      return {"ReduceMean", {{1, 13, 13, 1000}}, {{"axes", std::vector<int64_t>{1, 2}}, {"keepdims", int64_t{1}}},
+              4.0 * (13 * 13 * 1000 + 1000)};
   }
 }
 
@@ -130,6 +133,7 @@ void BM_OneDnn(benchmark::State& state) {
 
 // 0 MaxPool 3x3/2 and 1 AveragePool on N1 C64 112x112 (the ResNet stem),
 // 2 BatchNormalization (inference) on the same, 3 LayerNormalization [128, 768],
-// 4 Softmax [1536, 128] (BERT attention scores).
-BENCHMARK(BM_Weir)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond)->UseRealTime();
+// 4 Softmax [1536, 128] (BERT attention scores), 5 ReduceMean over H, W of
+// N1 13x13 C1000 (a global pool after the layout pass; Weir only).
+BENCHMARK(BM_Weir)->DenseRange(0, 5)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_OneDnn)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -131,8 +131,8 @@ class ReduceKernel final : public OpKernel {
   // Sum, mean, max and min of f32/f64 over one contiguous block of axes with
   // kept axes inside it ([outer, R, inner], inner > 1: a global pool on
   // channels-last data, [N, H*W, C]): whole rows of `inner` accumulate into
-  // a row of f64 sums, which vectorizes, with outer rows split across
-  // threads. Same order of additions per output as the general path.
+  // a row of f64 sums, which vectorizes, with outer rows (and for a batch
+  // of one, blocks of columns) split across threads. Same order of additions per output as the general path.
   bool middle_block(const Tensor& x, const std::vector<bool>& reduced, Tensor& y) const {
     if (kind_ != Reduction::kSum && kind_ != Reduction::kMean && kind_ != Reduction::kMax && kind_ != Reduction::kMin) return false;
     if (x.dtype() != DType::kFloat32 && x.dtype() != DType::kFloat64) return false;
@@ -155,26 +155,31 @@ class ReduceKernel final : public OpKernel {
         const T* in = x.data<T>();
         T* out = y.data<T>();
         const Reduction kind = kind_;
-        parallel_for(outer, 1, [&](int64_t begin, int64_t end) {
-          std::vector<double> acc(static_cast<size_t>(inner));
-          for (int64_t o = begin; o < end; ++o) {
-            const T* block = in + o * rows * inner;
+        // Batch 1 has one outer row: columns are split too, so both threads work.
+        const int64_t columns = outer >= 2 ? inner : std::min<int64_t>(inner, 256);
+        const int64_t pieces = (inner + columns - 1) / columns;
+        parallel_for(outer * pieces, 1, [&](int64_t begin, int64_t end) {
+          std::vector<double> acc(static_cast<size_t>(columns));
+          for (int64_t job = begin; job < end; ++job) {
+            const int64_t o = job / pieces, j0 = (job % pieces) * columns, width = std::min(columns, inner - j0);
+            const T* block = in + o * rows * inner + j0;
+            T* dst = out + o * inner + j0;
             double* __restrict a = acc.data();
             if (kind == Reduction::kSum || kind == Reduction::kMean) {
               std::fill(acc.begin(), acc.end(), 0.0);
               for (int64_t r = 0; r < rows; ++r) {
                 const T* __restrict row = block + r * inner;
-                for (int64_t j = 0; j < inner; ++j) a[j] += static_cast<double>(row[j]);
+                for (int64_t j = 0; j < width; ++j) a[j] += static_cast<double>(row[j]);
               }
               const auto count = static_cast<double>(rows);
-              for (int64_t j = 0; j < inner; ++j) out[o * inner + j] = static_cast<T>(kind == Reduction::kMean ? a[j] / count : a[j]);
+              for (int64_t j = 0; j < width; ++j) dst[j] = static_cast<T>(kind == Reduction::kMean ? a[j] / count : a[j]);
             } else {
               std::fill(acc.begin(), acc.end(), initial<T, double>(kind));
               for (int64_t r = 0; r < rows; ++r) {
                 const T* row = block + r * inner;
-                for (int64_t j = 0; j < inner; ++j) a[j] = accumulate(kind, a[j], static_cast<double>(row[j]), 0.0);
+                for (int64_t j = 0; j < width; ++j) a[j] = accumulate(kind, a[j], static_cast<double>(row[j]), 0.0);
               }
-              for (int64_t j = 0; j < inner; ++j) out[o * inner + j] = static_cast<T>(a[j]);
+              for (int64_t j = 0; j < width; ++j) dst[j] = static_cast<T>(a[j]);
             }
           }
         });

@@ -108,6 +108,29 @@ TEST(ReduceKernels, MatchTheReferenceOnEveryAxisCombination) {
   }
 }
 
+// A global pool on channels-last data, [N, H, W, C] over H and W: the
+// blocked path, whose threads split a batch of one by blocks of columns
+// (C = 600: two full blocks of 256 and a ragged one) and a larger batch by rows.
+TEST(ReduceKernels, GlobalPoolOverChannelsLastMatchesTheReference) {
+  uint32_t seed = 90;
+  for (const std::vector<int64_t>& sizes : std::vector<std::vector<int64_t>>{{1, 3, 4, 600}, {3, 2, 5, 40}, {1, 7, 1, 2}}) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
+        Tensor x = make_tensor(dtype, random_values(dtype, count_of(sizes), seed++, -2.0, 2.0), sizes);
+        const std::vector<int64_t> axes = {1, 2};
+        Tensor y = run_op(op, {x}, {{"axes", Attribute(axes)}, {"keepdims", Attribute(int64_t{1})}})[0];
+        Expected expected = reference(op, to_doubles(x), sizes, axes, true);
+        ASSERT_EQ(y.sizes(), expected.sizes) << op;
+        std::vector<double> got = to_doubles(y);
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_NEAR(got[i], expected.values[i], tolerance(dtype, std::fabs(expected.values[i])))
+              << op << " " << dtype_name(dtype) << " " << format_sizes(sizes) << " element " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(ReduceKernels, EmptyReductionsGiveTheIdentity) {
   Tensor empty(DType::kFloat32, {3, 0, 2});
   std::map<std::string, Attribute> axis1 = {{"axes", Attribute(std::vector<int64_t>{1})}};

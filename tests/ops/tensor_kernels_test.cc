@@ -87,6 +87,32 @@ TEST(TensorKernels, TransposeMatchesIndexReferenceForEveryPermutation) {
   EXPECT_THROW(run_op("Transpose", {Tensor(DType::kFloat32, {2, 3})}, {{"perm", Attribute(std::vector<int64_t>{0, 0})}}), Error);
 }
 
+// NCHW -> NHWC with 1-5 channels (an image going into a channels-last
+// conv): the path that interleaves up to 4 rows at once, over rows long
+// enough to split into several tiles with a ragged last one.
+TEST(TensorKernels, TransposeToChannelsLastWithFewChannelsMatchesTheReference) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    for (int64_t channels = 1; channels <= 5; ++channels) {
+      const std::vector<int64_t> sizes = {2, channels, 3, 700};
+      Tensor x = make_tensor(dtype, random_values(dtype, count_of(sizes), static_cast<uint32_t>(40 + channels)), sizes);
+      Tensor y = run_op("Transpose", {x}, {{"perm", Attribute(std::vector<int64_t>{0, 2, 3, 1})}})[0];
+      ASSERT_EQ(y.sizes(), (std::vector<int64_t>{2, 3, 700, channels}));
+      std::vector<double> in = to_doubles(x), out = to_doubles(y);
+      for (int64_t n = 0; n < 2; ++n) {
+        for (int64_t h = 0; h < 3; ++h) {
+          for (int64_t w = 0; w < 700; ++w) {
+            for (int64_t c = 0; c < channels; ++c) {
+              ASSERT_EQ(out[static_cast<size_t>(((n * 3 + h) * 700 + w) * channels + c)],
+                        in[static_cast<size_t>(((n * channels + c) * 3 + h) * 700 + w)])
+                  << dtype_name(dtype) << " C=" << channels << " at " << n << "," << h << "," << w << "," << c;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(TensorKernels, FlattenSqueezeUnsqueezeAreViewsWithTheInferredShape) {
   Tensor x = random_f64({2, 3, 4}, 8);
   struct Case {

@@ -58,4 +58,36 @@ WEIR_CONV_BENCH(kFloat32, 2, "ConvGradWeight/f32");
 WEIR_CONV_BENCH(kBFloat16, 2, "ConvGradWeight/bf16");
 #undef WEIR_CONV_BENCH
 
+// FusedConv as the inference pipeline leaves it: channels-last, constant
+// weights (packed once), bias and Relu fused; f32. Args: input channels,
+// output channels, spatial size, kernel size (pad k/2). SqueezeNet's 1x1
+// squeeze and expand shapes and a 3x3 expand; the 1x1x1 case is the fixed
+// cost of one call.
+void BM_FusedConvNhwc(benchmark::State& state) {
+  const int64_t c = state.range(0), co = state.range(1), hw = state.range(2), k = state.range(3);
+  std::vector<int64_t> xs = {1, hw, hw, c}, ws = {co, c, k, k}, bs = {co};
+  weir::Graph g("bench");
+  weir::Value* x = g.add_input("x", {weir::DType::kFloat32, weir::Shape::from_sizes(xs)});
+  weir::Value* w = g.add_constant("w", random_tensor(weir::DType::kFloat32, ws));
+  weir::Value* b = g.add_constant("b", random_tensor(weir::DType::kFloat32, bs));
+  std::map<std::string, weir::Attribute> attrs = {{"pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2}},
+                                                  {"layout", weir::Attribute("NHWC")},
+                                                  {"activation", weir::Attribute("Relu")}};
+  weir::Node* node = g.add_node("FusedConv", {x, w, b}, 1, attrs);
+  auto kernel = weir::default_kernel_registry().create(*node, weir::DeviceType::kCpu);
+  std::vector<weir::Tensor> feeds = {random_tensor(weir::DType::kFloat32, xs), w->data(), b->data()};
+  for (auto _ : state) {
+    weir::KernelContext ctx(*node, feeds, weir::cpu_allocator());
+    kernel->compute(ctx);
+    benchmark::DoNotOptimize(ctx.output(0).raw_data());
+  }
+  double flops = 2.0 * static_cast<double>(co * hw * hw * c * k * k);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_FusedConvNhwc)
+    ->ArgNames({"c", "k", "hw", "kernel"})
+    ->Args({16, 16, 1, 1})->Args({64, 16, 55, 1})->Args({16, 64, 55, 1})->Args({16, 64, 55, 3})->Args({256, 48, 13, 1})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 }  // namespace

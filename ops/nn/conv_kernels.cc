@@ -143,6 +143,7 @@ class ConvKernel final : public OpKernel {
       options_.sum = node.num_inputs() > 3 && node.input(3) != nullptr;
     }
     options_.constant_weights = node.num_inputs() > 1 && node.input(1) != nullptr && node.input(1)->is_constant();
+    if (options_.constant_weights && kind == ConvKind::kForward) options_.winograd = ConvForwardOptions::Winograd::kAuto;
   }
 
   void compute(KernelContext& ctx) override {

@@ -31,6 +31,13 @@ struct ConvForwardOptions {
   // out = activation(conv + bias + addend): the forward call passes the
   // addend, a tensor shaped like out (a residual), added by a sum post-op.
   bool sum = false;
+  // A 3x3, stride-1 f32 forward conv may run as oneDNN's Winograd
+  // primitive (blocked layouts, reordered around it; the weights transformed
+  // once, so for constant weights): kAuto where it pays on this CPU (both
+  // channel counts >= 128, see use_winograd), kAlways wherever oneDNN has
+  // it. WEIR_CONV_WINOGRAD=0 (never) or 1 (always) overrides kAuto.
+  enum class Winograd { kNever, kAuto, kAlways };
+  Winograd winograd = Winograd::kNever;
 };
 
 class DnnlConv {

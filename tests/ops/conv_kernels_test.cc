@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/nn/dnnl_conv.h"
 #include "tests/ops/gradient_check.h"
 
 namespace weir {
@@ -281,6 +282,59 @@ TEST(ConvGradients, ConvTransposeMatchesFiniteDifferences) {
 
 // oneDNN's backward directions (f32, bf16) against the f64 direct loops,
 // which the finite-difference tests above pin down.
+// oneDNN's Winograd primitive (3x3, stride 1, f32) and the direct one
+// against the direct loops in f64, channels-first and channels-last, with a
+// bias, Relu, and a residual addend both in place and apart.
+TEST(ConvKernels, WinogradMatchesTheDirectLoops) {
+  using Winograd = ConvForwardOptions::Winograd;
+  ConvProblem p;
+  p.batch = 1, p.in_channels = 32, p.out_channels = 48, p.spatial_rank = 2;
+  p.in = {13, 11, 1}, p.out = {13, 11, 1}, p.kernel = {3, 3, 1}, p.pads_begin = {1, 1, 0}, p.pads_end = {1, 1, 0};
+  const int64_t in_count = count_of(p.in_sizes()), out_count = count_of(p.out_sizes());
+  std::vector<double> x = random_values(DType::kFloat64, in_count, 500, -1, 1);
+  std::vector<double> w = random_values(DType::kFloat64, count_of(p.weight_sizes()), 501, -0.3, 0.3);
+  std::vector<double> bias = random_values(DType::kFloat64, p.out_channels, 502, -1, 1);
+  std::vector<double> z = random_values(DType::kFloat64, out_count, 503, -1, 1);
+  std::vector<double> expected(static_cast<size_t>(out_count));
+  conv_forward_direct<double>(p, x.data(), w.data(), bias.data(), expected.data());
+  for (bool last : {false, true}) {
+    // Channels-last copies: [H, W, C] from [C, H, W].
+    auto to_layout = [&](const std::vector<double>& v, int64_t channels) {
+      std::vector<float> out(v.size());
+      const int64_t plane = static_cast<int64_t>(v.size()) / channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t i = 0; i < plane; ++i) out[static_cast<size_t>(last ? i * channels + c : c * plane + i)] = static_cast<float>(v[static_cast<size_t>(c * plane + i)]);
+      }
+      return out;
+    };
+    std::vector<float> fx = to_layout(x, p.in_channels), fz = to_layout(z, p.out_channels);
+    std::vector<float> fw(w.begin(), w.end()), fb(bias.begin(), bias.end());
+    for (Winograd choice : {Winograd::kAlways, Winograd::kNever}) {
+      for (int addend : {0, 1, 2}) {  // none, apart, in place
+        SCOPED_TRACE(std::string(last ? "NHWC" : "NCHW") + (choice == Winograd::kAlways ? " winograd" : " direct") + " addend " + std::to_string(addend));
+        ConvForwardOptions options;
+        options.winograd = choice;
+        options.channels_last = last;
+        options.constant_weights = true;
+        options.sum = addend != 0;
+        options.activation.kind = FusedActivation::Kind::kRelu;
+        DnnlConv conv;
+        for (int call = 0; call < 2; ++call) {
+          std::vector<float> y = addend == 2 ? fz : std::vector<float>(static_cast<size_t>(out_count), 7.0f);
+          conv.forward(DType::kFloat32, p, fx.data(), fw.data(), fb.data(), y.data(), options,
+                       addend == 1 ? fz.data() : addend == 2 ? y.data() : nullptr);
+          std::vector<double> want(expected.size());
+          for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.0, expected[i] + (addend != 0 ? z[i] : 0.0));
+          std::vector<float> wanted = to_layout(want, p.out_channels);
+          double worst = 0;
+          for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(y[i]) - wanted[i]));
+          EXPECT_LT(worst, 2e-5) << "call " << call;
+        }
+      }
+    }
+  }
+}
+
 TEST(ConvGradients, OneDnnBackwardMatchesTheDirectLoops) {
   uint32_t seed = 1200;
   for (bool transposed : {false, true}) {

@@ -274,12 +274,6 @@ struct DnnlConv::Impl {
   void run(Direction direction, DType dtype, const ConvProblem& p, const void* a, const void* b, const void* bias,
            void* result, const ConvForwardOptions& options = {}, const void* addend = nullptr) {
     std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr, options);
-    run_cached(*c, a, b, bias, result, options, addend);
-  }
-
-  void run_cached(Cached& cached, const void* a, const void* b, const void* bias, void* result,
-                  const ConvForwardOptions& options, const void* addend) {
-    Cached* c = &cached;
     std::unique_lock<std::mutex> own_state(c->busy, std::try_to_lock);
     std::unique_ptr<RunState> local;
     if (own_state.owns_lock() && !c->state) c->state = make_state(*c);

@@ -1,5 +1,6 @@
 #include "ops/threading.h"
 
+#include <dlfcn.h>
 #include <omp.h>
 #include <sched.h>
 
@@ -16,12 +17,15 @@ std::atomic<int> configured_threads{0};  // 0: use available_cores()
 }  // namespace
 
 int available_cores() {
-  cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) {
-    int count = CPU_COUNT(&mask);
-    if (count > 0) return count;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  static const int cores = [] {
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof(mask), &mask) == 0) {
+      int count = CPU_COUNT(&mask);
+      if (count > 0) return count;
+    }
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }();
+  return cores;
 }
 
 int intra_op_threads() {
@@ -37,6 +41,15 @@ void set_intra_op_threads(int threads) {
   configured_threads.store(threads);
   // oneDNN takes its thread count from OpenMP's.
   omp_set_num_threads(intra_op_threads());
+}
+
+std::string openmp_runtime() {
+  // Resolved as the dynamic linker resolves oneDNN's own reference to it.
+  void* symbol = dlsym(RTLD_DEFAULT, "GOMP_parallel");
+  Dl_info info{};
+  if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  std::string path = info.dli_fname;
+  return path.substr(path.find_last_of('/') + 1);
 }
 
 namespace detail {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <string>
 
 namespace weir {
 
@@ -26,13 +27,20 @@ namespace weir {
 // splitting ~32K elements costs more in wake-ups than it saves.
 inline constexpr int64_t kElementwiseGrain = 32768;
 
-// Cores in this process's affinity mask (at least 1).
+// Cores in this process's affinity mask (at least 1), read once: asking the
+// kernel is a system call, and kernels ask on every parallel loop.
 int available_cores();
 // Threads a kernel may use; defaults to available_cores().
 int intra_op_threads();
 // Sets the intra-op thread count for kernels and oneDNN; 0 means the default.
 // Throws weir::Error(kInvalidArgument) for a negative count.
 void set_intra_op_threads(int threads);
+
+// The file name of the OpenMP runtime that runs this process's parallel
+// regions, Weir's and oneDNN's (the library that defines GOMP_parallel, which
+// oneDNN calls), e.g. "libomp.so.5" or "libgomp.so.1" (build option
+// WEIR_OPENMP_RUNTIME, docs/threads.md). "unknown" when it cannot be found.
+std::string openmp_runtime();
 
 namespace detail {
 // Runs body(thread_index, thread_count) on `threads` OpenMP threads.

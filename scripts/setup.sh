@@ -10,8 +10,10 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   # core: model format, logging
   libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev
-  # ops: oneDNN for matmul/conv (its CMake config needs the OpenCL headers)
-  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
+  # ops: oneDNN for matmul/conv (its CMake config needs the OpenCL headers);
+  # LLVM's OpenMP runtime, which runs oneDNN's and Weir's parallel regions at
+  # less cost than libgomp (docs/threads.md)
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libomp-dev
   # frontend: ONNX import/export (protos and op schemas), the ONNX backend
   # node tests used as the conformance suite, and python3-onnx whose checker
   # the exporter's tests run on exported models

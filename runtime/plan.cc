@@ -72,6 +72,11 @@ std::string Plan::to_string() const {
 }
 
 std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& options) {
+  return compile(graph.clone(), options);
+}
+
+std::shared_ptr<const Plan> compile(std::unique_ptr<Graph> placed, const CompileOptions& options) {
+  if (placed == nullptr) throw Error(ErrorKind::kInvalidArgument, "compile: no graph given");
   const OpRegistry& ops = options.ops != nullptr ? *options.ops : default_op_registry();
   const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : default_kernel_registry();
   std::vector<Device> devices = options.devices.empty() ? std::vector<Device>{options.default_device} : options.devices;
@@ -81,7 +86,6 @@ std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& op
       throw Error(ErrorKind::kInvalidArgument, "device " + device.to_string() + " is listed twice");
     }
   }
-  std::unique_ptr<Graph> placed = graph.clone();
   verify_graph(*placed, ops);
   infer_graph_types(*placed, ops);
   if (options.opt_level > 0 || !options.disabled_passes.empty()) {

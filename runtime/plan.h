@@ -95,5 +95,9 @@ class Plan {
 // naming the node for an unknown op, a device outside options.devices, a
 // missing kernel, or collectives that cannot be ordered alike on all devices.
 std::shared_ptr<const Plan> compile(const Graph& graph, const CompileOptions& options = {});
+// The same, on a graph the plan takes over: nothing is copied, and passes may
+// rewrite constants that no one else holds where they are (a loaded model's
+// weights folded with BatchNorm), which saves start-up time and memory.
+std::shared_ptr<const Plan> compile(std::unique_ptr<Graph> graph, const CompileOptions& options = {});
 
 }  // namespace weir

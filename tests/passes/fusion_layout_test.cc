@@ -637,6 +637,56 @@ TEST(ConvInputAffineFolding, RespectsPaddingAndOtherReaders) {
   }
 }
 
+// Conv + BatchNormalization, its weights and statistics random constants.
+std::unique_ptr<Graph> conv_batch_norm_graph() {
+  auto g = std::make_unique<Graph>("conv_bn");
+  Value* x = g->add_input("x", {DType::kFloat32, Shape{1, 3, 7, 7}});
+  Value* w = g->add_constant("w", random_tensor(DType::kFloat32, {5, 3, 3, 3}, 30));
+  Value* y = g->add_node("Conv", {x, w}, 1, {{"pads", Attribute(Ints{1, 1, 1, 1})}})->output(0);
+  std::vector<Value*> bn_inputs = {y};
+  const char* names[] = {"scale", "shift", "mean", "var"};
+  for (uint32_t i = 0; i < 4; ++i) {
+    bn_inputs.push_back(g->add_constant(names[i], random_tensor(DType::kFloat32, {5}, 31 + i, i == 3 ? 0.5f : -1.0f, 2.0f)));
+  }
+  g->add_output(g->add_node("BatchNormalization", bn_inputs)->output(0));
+  finish(*g);
+  return g;
+}
+
+// BatchNorm folding scales the conv's weights where they are when no one
+// else holds them (a loaded model handed to compile()), and into a copy when
+// someone does (a graph and its clone share their constants): the original
+// then keeps its weights, bit for bit.
+TEST(ConvBatchNormFolding, ScalesWeightsInPlaceOnlyWhenNoOneElseHoldsThem) {
+  const std::unique_ptr<Graph> reference = conv_batch_norm_graph();
+  const Tensor input = random_tensor(DType::kFloat32, {1, 3, 7, 7}, 40);
+  const Tensor expected = evaluate_graph(*reference, {{"x", input}})[0];
+  auto folded_weights = [](const Graph& g) -> const Tensor& {
+    for (const Node* node : g.nodes()) {
+      if (node->op_type() == "Conv") return node->input(1)->data();
+    }
+    throw Error(ErrorKind::kInternal, "no Conv left");
+  };
+
+  std::unique_ptr<Graph> owned = conv_batch_norm_graph();
+  const void* weights = folded_weights(*owned).raw_data();
+  PassContext ctx;
+  ASSERT_TRUE(make_pass("conv_batch_norm_folding")->run(*owned, ctx));
+  finish(*owned);
+  EXPECT_EQ(count_ops(*owned, "BatchNormalization"), 0);
+  EXPECT_EQ(folded_weights(*owned).raw_data(), weights) << "scaled in place";
+  EXPECT_LT(max_relative_difference(expected, evaluate_graph(*owned, {{"x", input}})[0]), 1e-5);
+
+  const Tensor original = folded_weights(*reference).clone();
+  auto copy = reference->clone();
+  ASSERT_TRUE(make_pass("conv_batch_norm_folding")->run(*copy, ctx));
+  finish(*copy);
+  EXPECT_NE(folded_weights(*copy).raw_data(), folded_weights(*reference).raw_data());
+  EXPECT_TRUE(folded_weights(*reference).bitwise_equal(original)) << "the shared weights were written";
+  EXPECT_LT(max_relative_difference(expected, evaluate_graph(*copy, {{"x", input}})[0]), 1e-5);
+  EXPECT_LT(max_relative_difference(expected, evaluate_graph(*reference, {{"x", input}})[0]), 1e-7);
+}
+
 TEST(ChannelsLastLayout, LeavesWeightsThatChangeAndOtherDtypesAlone) {
   Graph g("trainable");
   Value* x = g.add_input("x", {DType::kFloat32, Shape{1, 3, 8, 8}});

@@ -47,7 +47,7 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
       throw Error(ErrorKind::kUnsupported, "--device " + model_options.device +
                                                ": the executor runs CPU devices only in this build (cpu, cpu:N)");
     }
-    return compile(*graph, options);
+    return compile(std::move(graph), options);
   } catch (Error& e) {
     throw e.with_file(path.string());
   }

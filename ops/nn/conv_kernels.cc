@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "core/half.h"
 #include "ops/cast/cast.h"
@@ -154,7 +156,7 @@ class ConvKernel final : public OpKernel {
     if (last && !DnnlConv::supports(x.dtype()) && x.dtype() != DType::kFloat16) {
       ctx.fail("layout NHWC needs f32, bf16 or f16 data, not " + std::string(dtype_name(x.dtype())));
     }
-    ConvProblem p = conv_problem(ctx.node(), kind_, last ? channels_first_order(x.sizes()) : x.sizes(), w.sizes());
+    const ConvProblem p = problem_for(ctx, x.sizes(), w.sizes());
     bool forward = kind_ == ConvKind::kForward;
     std::vector<int64_t> y_sizes = forward ? p.out_sizes() : p.in_sizes();
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
@@ -191,9 +193,27 @@ class ConvKernel final : public OpKernel {
   }
 
  private:
+  // The problem for these input shapes: derived from the node's attributes
+  // once per shape, not on every run (a small conv's whole run is a few us).
+  // Concurrent runs of one plan share this kernel, hence the lock.
+  ConvProblem problem_for(const KernelContext& ctx, const std::vector<int64_t>& x_sizes,
+                          const std::vector<int64_t>& w_sizes) {
+    std::lock_guard<std::mutex> lock(problem_mutex_);
+    if (!problem_ || x_sizes != problem_x_sizes_ || w_sizes != problem_w_sizes_) {
+      problem_ = conv_problem(ctx.node(), kind_, options_.channels_last ? channels_first_order(x_sizes) : x_sizes,
+                              w_sizes);
+      problem_x_sizes_ = x_sizes;
+      problem_w_sizes_ = w_sizes;
+    }
+    return *problem_;
+  }
+
   ConvKind kind_;
   ConvForwardOptions options_;
   DnnlConv dnnl_;
+  std::mutex problem_mutex_;
+  std::optional<ConvProblem> problem_;
+  std::vector<int64_t> problem_x_sizes_, problem_w_sizes_;
 };
 
 bool transposed(const Node& node) { return node.has_attr("transposed") && node.attr("transposed").i() != 0; }

@@ -43,13 +43,18 @@ void set_intra_op_threads(int threads) {
   omp_set_num_threads(intra_op_threads());
 }
 
-std::string openmp_runtime() {
-  // Resolved as the dynamic linker resolves oneDNN's own reference to it.
-  void* symbol = dlsym(RTLD_DEFAULT, "GOMP_parallel");
+std::string library_defining(const char* symbol) {
+  void* address = dlsym(RTLD_DEFAULT, symbol);
   Dl_info info{};
-  if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
   std::string path = info.dli_fname;
   return path.substr(path.find_last_of('/') + 1);
+}
+
+std::string openmp_runtime() {
+  // Resolved as the dynamic linker resolves oneDNN's own reference to it.
+  std::string runtime = library_defining("GOMP_parallel");
+  return runtime.empty() ? "unknown" : runtime;
 }
 
 namespace detail {

@@ -36,6 +36,10 @@ int intra_op_threads();
 // Throws weir::Error(kInvalidArgument) for a negative count.
 void set_intra_op_threads(int threads);
 
+// The file name of the shared library that defines `symbol` for this
+// process, as the dynamic linker resolves it (e.g. "libomp.so.5"); "" when
+// no loaded library does.
+std::string library_defining(const char* symbol);
 // The file name of the OpenMP runtime that runs this process's parallel
 // regions, Weir's and oneDNN's (the library that defines GOMP_parallel, which
 // oneDNN calls), e.g. "libomp.so.5" or "libgomp.so.1" (build option

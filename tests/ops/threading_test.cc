@@ -3,8 +3,6 @@
 // several threads; broadcast loops can be split anywhere.
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <random>
 
@@ -40,19 +38,12 @@ TEST(Threading, ParallelForCoversEveryIndexOnce) {
 // One OpenMP runtime serves Weir's loops and oneDNN's primitives: the one the
 // build chose. Two runtimes would mean two thread pools on the same cores.
 TEST(Threading, OneOpenMpRuntimeRunsWeirAndOneDnn) {
-  auto library_of = [](const char* symbol) -> std::string {
-    void* address = dlsym(RTLD_DEFAULT, symbol);
-    Dl_info info{};
-    if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
-    std::string path = info.dli_fname;
-    return path.substr(path.find_last_of('/') + 1);
-  };
   const std::string runtime = openmp_runtime();
   EXPECT_EQ(runtime.rfind(WEIR_OPENMP_LIBRARY ".so", 0), 0u) << runtime;
   // oneDNN calls GOMP_parallel; Weir's threading.cc calls these.
-  EXPECT_EQ(library_of("omp_get_thread_num"), runtime);
-  EXPECT_EQ(library_of("omp_set_num_threads"), runtime);
-  EXPECT_EQ(library_of("omp_get_num_threads"), runtime);
+  EXPECT_EQ(library_defining("omp_get_thread_num"), runtime);
+  EXPECT_EQ(library_defining("omp_set_num_threads"), runtime);
+  EXPECT_EQ(library_defining("omp_get_num_threads"), runtime);
 }
 
 TEST(Threading, ExceptionsReachTheCaller) {

@@ -9,8 +9,8 @@
 #
 # Why bother: libgomp makes two futex system calls per parallel region even
 # when no thread sleeps; on this project's (virtualized) machines a system
-# call costs ~1 us, so an empty two-thread region costs 2.25 us against
-# libomp's 0.40 us. A batch-1 SqueezeNet runs ~40 regions (bench/
+# call costs ~1 us, so an empty two-thread parallel_for costs 3.4-3.9 us
+# against libomp's 1.8-1.9 us. A batch-1 SqueezeNet runs ~40 regions (bench/
 # openmp_region_bench.cc, docs/perf.md).
 #
 # WEIR_OPENMP_RUNTIME: AUTO (LLVM when libomp is installed and ThreadSanitizer

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace weir {
 
@@ -81,18 +82,14 @@ const ExternalDataReader::OpenFile& ExternalDataReader::open(const std::string& 
   if (dir_end != model_directory_.end()) {
     throw reject("resolves to '" + resolved.string() + "', outside the model's directory");
   }
-  int fd = ::open(resolved.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw reject(std::string("cannot be opened: ") + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw reject("is not a regular file");
-  }
-  return files_.emplace(location, OpenFile{fd, static_cast<uint64_t>(info.st_size)}).first->second;
+  RegularFile file = open_regular_file(resolved);
+  if (!file) throw reject("is refused: " + file.why);
+  uint64_t size = file.size;
+  return files_.emplace(location, OpenFile{file.release(), size}).first->second;
 }
 
-void ExternalDataReader::read(const proto::ExternalData& reference, void* dst,
-                              size_t expected_bytes, const std::string& what) {
+void ExternalDataReader::check(const proto::ExternalData& reference, size_t expected_bytes,
+                               const std::string& what) {
   const OpenFile& file = open(reference.location(), what);
   int64_t offset = reference.offset();
   int64_t length = reference.length();
@@ -112,6 +109,13 @@ void ExternalDataReader::read(const proto::ExternalData& reference, void* dst,
                                         reference.location() + "' (" + std::to_string(file.size) +
                                         " bytes)");
   }
+}
+
+void ExternalDataReader::read(const proto::ExternalData& reference, void* dst,
+                              size_t expected_bytes, const std::string& what) {
+  check(reference, expected_bytes, what);
+  const OpenFile& file = open(reference.location(), what);
+  const int64_t offset = reference.offset();
   size_t done = 0;
   while (done < expected_bytes) {
     ssize_t n = ::pread(file.fd, static_cast<char*>(dst) + done, expected_bytes - done,

@@ -11,6 +11,7 @@
 // past the end of its file.
 //
 //   weir::ExternalDataReader reader("/models/net.weir");
+//   reader.check(tensor_proto.external(), expected_bytes, "constant 'w'");  // before allocating
 //   reader.read(tensor_proto.external(), dst, expected_bytes, "constant 'w'");
 #pragma once
 
@@ -51,8 +52,13 @@ class ExternalDataReader {
   ExternalDataReader(const ExternalDataReader&) = delete;
   ExternalDataReader& operator=(const ExternalDataReader&) = delete;
 
-  // Copies exactly `expected_bytes` bytes of the referenced range into `dst`.
-  // `what` names the tensor for error messages ("constant 'w'").
+  // Checks that the reference names a regular file inside the model's
+  // directory and that its range holds exactly `expected_bytes` bytes, all
+  // within the file. Loaders call it before they allocate the tensor, so a
+  // missing file or a short range costs nothing. `what` names the tensor
+  // for error messages ("constant 'w'").
+  void check(const proto::ExternalData& reference, size_t expected_bytes, const std::string& what);
+  // check(), then copies exactly `expected_bytes` bytes of the range into `dst`.
   void read(const proto::ExternalData& reference, void* dst, size_t expected_bytes,
             const std::string& what);
 

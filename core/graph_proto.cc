@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "core/allocation_limits.h"
 #include "core/error.h"
 
 namespace weir {
@@ -362,6 +363,9 @@ Tensor tensor_from_proto(const proto::Tensor& message, ExternalDataReader* exter
                                           std::to_string(message.external().length()) +
                                           " bytes, the tensor needs " + std::to_string(bytes));
     }
+    // The file and range first, then the caps, then the allocation.
+    external->check(message.external(), bytes, what);
+    charge_allocation(bytes, what);
     Tensor tensor(dtype, std::move(sizes));
     external->read(message.external(), tensor.raw_data(), bytes, what);
     return tensor;
@@ -371,6 +375,7 @@ Tensor tensor_from_proto(const proto::Tensor& message, ExternalDataReader* exter
                                         " bytes of data, its type " + std::string(dtype_name(dtype)) +
                                         Shape::from_sizes(sizes).to_string() + " needs " + std::to_string(bytes));
   }
+  charge_allocation(bytes, what);
   Tensor tensor(dtype, std::move(sizes));
   if (bytes > 0) std::memcpy(tensor.raw_data(), message.raw_data().data(), bytes);
   return tensor;

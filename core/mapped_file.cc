@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace weir {
 
@@ -18,17 +19,11 @@ MappedFile::~MappedFile() {
 }
 
 std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path, size_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorKind::kIo, std::string("cannot open: ") + std::strerror(errno)).with_file(path.string());
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw Error(ErrorKind::kIo, "not a regular file").with_file(path.string());
-  }
+  RegularFile opened = open_regular_file(path);
+  if (!opened) throw Error(ErrorKind::kIo, opened.why).with_file(path.string());
   auto file = std::make_shared<MappedFile>();
-  file->size = static_cast<size_t>(info.st_size);
+  file->size = static_cast<size_t>(opened.size);
   if (file->size > max_bytes) {
-    ::close(fd);
     throw Error(ErrorKind::kIo, "the file is " + std::to_string(file->size) + " bytes, over the limit of " +
                                     std::to_string(max_bytes))
         .with_file(path.string());
@@ -36,16 +31,14 @@ std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path, size_t m
   if (file->size > 0) {
     // MAP_POPULATE: the pages are read in one go rather than faulted in one
     // by one as the loader walks the file.
-    void* data = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    void* data = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, opened.fd(), 0);
     if (data == MAP_FAILED) {
       int error = errno;
-      ::close(fd);
       throw Error(ErrorKind::kIo, std::string("cannot map: ") + std::strerror(error)).with_file(path.string());
     }
     file->data = data;
     ::madvise(data, file->size, MADV_SEQUENTIAL);  // loaders read front to back
   }
-  ::close(fd);
   return file;
 }
 

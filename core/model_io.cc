@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/allocation_limits.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/external_data.h"
@@ -129,6 +130,7 @@ void save_model(const Model& model, const std::filesystem::path& path, const Sav
 }
 
 Model load_model(const std::filesystem::path& path, const LoadOptions& options) {
+  LoadBudget budget;  // every tensor the model declares counts against the per-model cap
   try {
     proto::Model message = parse_model(read_file(path, kMaxModelFileBytes), is_text(path, options.format));
     if (message.ir_version() <= 0) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
+#include "core/allocation_limits.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/fbs/plan_generated.h"
@@ -254,6 +256,9 @@ class PlanReader {
     if (root_.arenas()) {
       for (const fbs::Arena* a : *root_.arenas()) {
         if (a->device() == nullptr || a->bytes() < 0) fail("an arena has no device or a negative size");
+        // The arena is allocated when a session starts: its size is charged
+        // against the caps here, where the file is named.
+        charge_allocation(static_cast<uint64_t>(a->bytes()), "the arena on " + a->device()->str());
         memory.arenas.push_back({Device::parse(a->device()->str()), a->bytes()});
       }
     }
@@ -262,9 +267,15 @@ class PlanReader {
         Value* value = values_[index(s->value(), values_.size(), "slot value")];
         size_t arena = index(s->arena(), memory.arenas.size(), "slot arena");
         if (value->kind() != ValueKind::kIntermediate) fail("slot for '" + value->name() + "', which is not an intermediate");
-        int64_t needed = value->shape().has_rank() && value->shape().is_static()
-                             ? value->shape().num_elements() * static_cast<int64_t>(dtype_size(value->dtype()))
-                             : -1;
+        // The value's bytes, or -1 when its shape is not static or its size
+        // overflows (the shape comes from the file).
+        int64_t needed = -1;
+        if (value->shape().has_rank() && value->shape().is_static()) {
+          std::optional<int64_t> count = checked_num_elements(value->shape().sizes());
+          if (!count || __builtin_mul_overflow(*count, static_cast<int64_t>(dtype_size(value->dtype())), &needed)) {
+            needed = -1;
+          }
+        }
         if (s->offset() < 0 || s->offset() % 64 != 0 || s->bytes() < needed || needed < 0 ||
             s->bytes() > memory.arenas[arena].bytes - s->offset()) {
           fail("slot of '" + value->name() + "' (offset " + std::to_string(s->offset()) + ", " +
@@ -272,6 +283,20 @@ class PlanReader {
         }
         memory.slots[value] = {static_cast<int>(arena), s->offset(), s->bytes(), s->in_place()};
         ++memory.planned_values;
+      }
+    }
+    // An arena is as large as its furthest slot (rounded to 64 bytes, as the
+    // planner lays buffers out) and no larger: a file must not make a
+    // session allocate memory that no value uses.
+    std::vector<int64_t> slots_end(memory.arenas.size(), 0);
+    for (const auto& [value, slot] : memory.slots) {
+      int64_t end = slot.offset + (slot.bytes + 63) / 64 * 64;
+      slots_end[static_cast<size_t>(slot.arena)] = std::max(slots_end[static_cast<size_t>(slot.arena)], end);
+    }
+    for (size_t a = 0; a < memory.arenas.size(); ++a) {
+      if (memory.arenas[a].bytes > slots_end[a]) {
+        fail("the arena on " + memory.arenas[a].device.to_string() + " declares " +
+             std::to_string(memory.arenas[a].bytes) + " bytes, but its slots end at " + std::to_string(slots_end[a]));
       }
     }
     memory.total_value_bytes = root_.total_value_bytes();
@@ -391,6 +416,7 @@ std::shared_ptr<const Plan> load_plan(const std::filesystem::path& path, const L
   const OpRegistry& ops = options.ops != nullptr ? *options.ops : default_op_registry();
   const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : default_kernel_registry();
   std::shared_ptr<MappedFile> file = map_file(path);
+  LoadBudget budget;  // the plan's arenas count against the per-model cap
   try {
     const char* base = static_cast<const char*>(file->data);
     if (file->size < kHeaderBytes || std::memcmp(base, kMagic, sizeof(kMagic)) != 0) {

@@ -1,12 +1,19 @@
 // Helpers shared by Weir's tests: scratch directories and seeded random data.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -39,6 +46,46 @@ class ScratchDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// A FIFO at `path`, for checking that loaders refuse it instead of blocking
+// in open(2). So that a loader that does block fails its test rather than
+// hanging it, a watchdog opens the FIFO's write end after `limit`, which
+// releases any reader stuck in open; blocked() then says it had to.
+class FifoWithWatchdog {
+ public:
+  explicit FifoWithWatchdog(std::filesystem::path path, std::chrono::milliseconds limit = std::chrono::seconds(3))
+      : path_(std::move(path)) {
+    if (::mkfifo(path_.c_str(), 0600) != 0) throw std::runtime_error("mkfifo failed");
+    watchdog_ = std::thread([this, limit] {
+      auto deadline = std::chrono::steady_clock::now() + limit;
+      while (!done_ && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (done_) return;
+      // Succeeds only while a reader is blocked in open(2) on the FIFO.
+      int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) {
+        blocked_ = true;
+        ::close(fd);
+      }
+    });
+  }
+  ~FifoWithWatchdog() {
+    done_ = true;
+    watchdog_.join();
+  }
+  FifoWithWatchdog(const FifoWithWatchdog&) = delete;
+  FifoWithWatchdog& operator=(const FifoWithWatchdog&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  bool blocked() const { return blocked_; }
+
+ private:
+  std::filesystem::path path_;
+  std::atomic<bool> done_{false};
+  std::atomic<bool> blocked_{false};
+  std::thread watchdog_;
 };
 
 // Uniform floats in [low, high) from a fixed seed, so failures reproduce.

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/atomic_file.h"
+#include "core/allocation_limits.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/mapped_file.h"
@@ -72,30 +73,41 @@ class UnsupportedReport {
 
 std::string normalize_domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
 
+// Where an importer's tensors may take their bytes from without copying.
+struct TensorSources {
+  std::shared_ptr<void> proto_owner;    // keeps the ModelProto alive; nullptr: copy from it
+  std::shared_ptr<void> payload_owner;  // keeps `payloads`' bytes alive (the mapped file)
+  const std::vector<std::optional<std::string_view>>* payloads = nullptr;  // lifted initializer raw_data
+};
+
 class GraphImporter {
  public:
-  // `owner` keeps the bytes initializers may view alive; `raw_data` holds
-  // the main graph's initializer payloads when they were lifted out before
-  // parsing (onnx_wire.h), one per initializer in order.
+  // `sources.proto_owner` keeps the ModelProto alive (tensors may then view
+  // its bytes); `sources.payloads` are the main graph's initializer payloads
+  // when they were lifted out before parsing (onnx_wire.h), one per
+  // initializer in order, kept alive by `sources.payload_owner`.
   GraphImporter(const OpRegistry& registry, const std::map<std::string, int64_t>& opsets,
                 ExternalDataReader* external, UnsupportedReport& report, const GraphImporter* outer = nullptr,
-                std::shared_ptr<void> owner = nullptr, const std::vector<std::optional<std::string_view>>* raw_data = nullptr)
+                TensorSources sources = {})
       : registry_(registry), opsets_(opsets), external_(external), report_(report), outer_(outer),
-        owner_(outer != nullptr ? outer->owner_ : std::move(owner)), raw_data_(outer != nullptr ? nullptr : raw_data) {}
+        sources_(outer != nullptr ? TensorSources{outer->sources_.proto_owner, nullptr, nullptr} : std::move(sources)) {}
 
   std::unique_ptr<Graph> import(const onnx::GraphProto& proto) {
     graph_ = std::make_unique<Graph>(proto.name().empty() ? "main" : proto.name());
     for (const onnx::ValueInfoProto& info : proto.value_info()) declared_[info.name()] = &info.type();
     for (const onnx::ValueInfoProto& info : proto.output()) declared_[info.name()] = &info.type();
 
-    if (raw_data_ != nullptr && raw_data_->size() != static_cast<size_t>(proto.initializer_size())) {
+    if (sources_.payloads != nullptr && sources_.payloads->size() != static_cast<size_t>(proto.initializer_size())) {
       throw Error(ErrorKind::kInternal, "the lifted initializer payloads do not match the initializers");
     }
     for (int i = 0; i < proto.initializer_size(); ++i) {
       const onnx::TensorProto& initializer = proto.initializer(i);
       const std::string what = "initializer " + quoted(initializer.name());
       if (initializer.name().empty()) throw Error(ErrorKind::kFormat, "an initializer has no name");
-      std::optional<std::string_view> raw = raw_data_ != nullptr ? (*raw_data_)[static_cast<size_t>(i)] : std::nullopt;
+      std::optional<HeldBytes> raw;
+      if (sources_.payloads != nullptr && (*sources_.payloads)[static_cast<size_t>(i)]) {
+        raw = HeldBytes{*(*sources_.payloads)[static_cast<size_t>(i)], sources_.payload_owner};
+      }
       define(initializer.name(), graph_->add_constant(initializer.name(), read_tensor(initializer, what, raw)), what);
     }
     if (proto.sparse_initializer_size() > 0) {
@@ -125,9 +137,9 @@ class GraphImporter {
 
  private:
   Tensor read_tensor(const onnx::TensorProto& proto, const std::string& what,
-                     std::optional<std::string_view> raw_data = std::nullopt) {
+                     const std::optional<HeldBytes>& raw_data = std::nullopt) {
     try {
-      return tensor_from_onnx(proto, what, external_, owner_, raw_data);
+      return tensor_from_onnx(proto, what, external_, sources_.proto_owner, raw_data);
     } catch (const Error& error) {
       if (error.kind() != ErrorKind::kUnsupported) throw;
       report_.add_value(error.what());
@@ -445,8 +457,7 @@ class GraphImporter {
   ExternalDataReader* external_;
   UnsupportedReport& report_;
   const GraphImporter* outer_;
-  std::shared_ptr<void> owner_;
-  const std::vector<std::optional<std::string_view>>* raw_data_;
+  TensorSources sources_;
   std::unique_ptr<Graph> graph_;
   std::map<std::string, Value*> values_;
   std::map<std::string, const onnx::TypeProto*> declared_;
@@ -454,8 +465,7 @@ class GraphImporter {
 };
 
 Model import_model_proto(const onnx::ModelProto& proto, const std::string& source, ExternalDataReader* external,
-                         const OnnxImportOptions& options, std::shared_ptr<void> owner = nullptr,
-                         const std::vector<std::optional<std::string_view>>* raw_data = nullptr) {
+                         const OnnxImportOptions& options, TensorSources sources = {}) {
   const OpRegistry& registry = options.registry != nullptr ? *options.registry : default_op_registry();
   if (!proto.has_graph()) throw Error(ErrorKind::kFormat, "the model has no graph").with_file(source);
   std::map<std::string, int64_t> opsets;
@@ -469,8 +479,9 @@ Model import_model_proto(const onnx::ModelProto& proto, const std::string& sourc
 
   UnsupportedReport report;
   Model model;
+  LoadBudget budget;  // every tensor the model declares counts against the per-model cap
   try {
-    GraphImporter importer(registry, opsets, external, report, nullptr, std::move(owner), raw_data);
+    GraphImporter importer(registry, opsets, external, report, nullptr, std::move(sources));
     std::unique_ptr<Graph> graph = importer.import(proto.graph());
     if (!report.empty()) throw Error(ErrorKind::kUnsupported, report.message());
     model.graph = std::move(graph);
@@ -508,17 +519,19 @@ onnx::ModelProto parse_model(std::string_view bytes, const std::string& source) 
 Model import_onnx_model(const std::string& path, const OnnxImportOptions& options) {
   // From a mapping of the file. The initializers' payloads are lifted out
   // first, so protobuf parses only the small rest, and are read from the
-  // mapping (views of it where aligned, which keep it alive).
+  // mapping (views of it where aligned, which keep it alive). Everything
+  // else (Constant nodes, tensor attributes, sub-graph initializers) lives
+  // in the parsed proto, which is kept alive by the tensors that view it.
   std::shared_ptr<MappedFile> file = map_file(path, kMaxModelFileBytes);
   std::string_view bytes(static_cast<const char*>(file->data), file->size);
   ExternalDataReader external(std::filesystem::absolute(path));
   if (std::optional<WeightlessModel> split = split_initializer_data(bytes)) {
-    onnx::ModelProto proto = parse_model(split->bytes, path);
-    return import_model_proto(proto, path, &external, options, file, &split->raw_data);
+    auto proto = std::make_shared<onnx::ModelProto>(parse_model(split->bytes, path));
+    return import_model_proto(*proto, path, &external, options, TensorSources{proto, file, &split->raw_data});
   }
   auto proto = std::make_shared<onnx::ModelProto>(parse_model(bytes, path));
   file.reset();
-  return import_model_proto(*proto, path, &external, options, proto);
+  return import_model_proto(*proto, path, &external, options, TensorSources{proto, nullptr, nullptr});
 }
 
 Model import_onnx_model_from_bytes(const std::string& bytes, const std::string& source,

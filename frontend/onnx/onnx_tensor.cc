@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/allocation_limits.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -135,9 +136,12 @@ std::string onnx_type_name(int32_t onnx_type) {
 }
 
 Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what, ExternalDataReader* external,
-                        const std::shared_ptr<void>& owner, std::optional<std::string_view> raw_data) {
+                        const std::shared_ptr<void>& proto_owner, const std::optional<HeldBytes>& raw_data) {
   const bool has_raw = raw_data.has_value() || proto.has_raw_data();
-  const std::string_view raw_bytes = raw_data ? *raw_data : std::string_view(proto.raw_data());
+  const std::string_view raw_bytes = raw_data ? raw_data->bytes : std::string_view(proto.raw_data());
+  // Whoever keeps `raw_bytes` alive: the lifted payload's owner, or the
+  // proto's. nullptr means nobody does beyond this call.
+  const std::shared_ptr<void>& owner = raw_data ? raw_data->owner : proto_owner;
   if (!proto.has_data_type() || proto.data_type() == onnx::TensorProto::UNDEFINED) {
     fail_format(what, "has no data_type");
   }
@@ -171,14 +175,6 @@ Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
                             " elements of " + std::string(dtype_name(dtype)) + Shape::from_sizes(sizes).to_string());
     }
   }
-  // A view of the proto's bytes when someone keeps them alive and they are
-  // aligned for any element type: ResNet-50's 100 MB of weights are not copied.
-  if (owner != nullptr && proto.data_location() != onnx::TensorProto::EXTERNAL && has_raw && dtype != DType::kBool &&
-      expected_bytes > 0 && reinterpret_cast<uintptr_t>(raw_bytes.data()) % alignof(std::max_align_t) == 0) {
-    return Tensor::wrap(dtype, sizes, const_cast<char*>(raw_bytes.data()), Device::cpu(), owner);
-  }
-  Tensor tensor = Tensor::uninitialized(dtype, sizes);
-
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (external == nullptr) fail_format(what, "refers to external data, which is not allowed here");
     proto::ExternalData reference;
@@ -201,9 +197,22 @@ Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
     }
     if (!has_location) fail_format(what, "external_data has no location");
     if (!has_length) reference.set_length(static_cast<int64_t>(expected_bytes));
+    // The file and range first: a missing file or short range must not cost
+    // an allocation of the declared size.
+    external->check(reference, expected_bytes, what);
+    charge_allocation(expected_bytes, what);
+    Tensor tensor = Tensor::uninitialized(dtype, sizes);
     external->read(reference, tensor.raw_data(), expected_bytes, what);
     return tensor;
   }
+  charge_allocation(expected_bytes, what);
+  // A view of the bytes when their owner keeps them alive and they are
+  // aligned for any element type: ResNet-50's 100 MB of weights are not copied.
+  if (owner != nullptr && has_raw && dtype != DType::kBool && expected_bytes > 0 &&
+      reinterpret_cast<uintptr_t>(raw_bytes.data()) % alignof(std::max_align_t) == 0) {
+    return Tensor::wrap(dtype, sizes, const_cast<char*>(raw_bytes.data()), Device::cpu(), owner);
+  }
+  Tensor tensor = Tensor::uninitialized(dtype, sizes);
 
   if (has_raw) {
     const std::string_view raw = raw_bytes;

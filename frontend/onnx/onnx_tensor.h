@@ -27,17 +27,27 @@ DType dtype_from_onnx(int32_t onnx_type);
 // The ONNX name of a TensorProto::DataType code ("STRING", "UINT32", ...).
 std::string onnx_type_name(int32_t onnx_type);
 
+// Bytes that `owner` keeps alive: a tensor made from them may view them
+// instead of copying. Without an owner they are copied.
+struct HeldBytes {
+  std::string_view bytes;
+  std::shared_ptr<void> owner;
+};
+
 // Reads `proto` into a CPU tensor. `what` names the tensor in errors
 // ("initializer 'W'"). `external` resolves external data; nullptr refuses it.
-// With `owner` (whatever keeps the raw bytes alive), aligned raw data is not
-// copied: the tensor is a view of it, holding `owner`. `raw_data`, when
-// given, stands for the proto's raw_data field (the importer lifts the
-// payloads out before parsing, onnx_wire.h). Throws weir::Error(kFormat) for a
-// malformed tensor (wrong element count, field that does not fit the type)
-// and kUnsupported for a type Weir lacks.
+// `proto_owner`, when given, keeps `proto` itself alive for as long as any
+// tensor holds it: aligned raw_data is then viewed, not copied. Without it
+// the proto's bytes are copied, since the caller may free the proto.
+// `raw_data`, when given, stands for the proto's raw_data field (the
+// importer lifts the payloads out of the file before parsing, onnx_wire.h)
+// together with whatever keeps those bytes alive. A view is only ever made
+// of bytes whose owner is known, never of a proto that may be freed.
+// Throws weir::Error(kFormat) for a malformed tensor (wrong element count,
+// field that does not fit the type) and kUnsupported for a type Weir lacks.
 Tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::string& what,
-                        ExternalDataReader* external, const std::shared_ptr<void>& owner = nullptr,
-                        std::optional<std::string_view> raw_data = std::nullopt);
+                        ExternalDataReader* external, const std::shared_ptr<void>& proto_owner = nullptr,
+                        const std::optional<HeldBytes>& raw_data = std::nullopt);
 
 // Serializes `tensor` with raw_data (little-endian, like ONNX).
 onnx::TensorProto tensor_to_onnx(const Tensor& tensor, const std::string& name);

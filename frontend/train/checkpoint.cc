@@ -38,6 +38,9 @@ int64_t load_checkpoint(const std::filesystem::path& path, Session& session) {
     return v;
   };
   int64_t step = scalar(kStepKey);
+  if (step < 0) {
+    throw Error(ErrorKind::kFormat, "checkpoint step " + std::to_string(step) + " is negative").with_file(path.string());
+  }
   int64_t rng = scalar(kRngKey);
   const Graph& graph = session.plan().graph();
   // Everything is checked before anything is written, so a bad checkpoint

@@ -1,5 +1,6 @@
 #include "frontend/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -26,14 +27,25 @@ int64_t Trainer::epoch() const { return step_ / loader_.batches_per_epoch(); }
 
 TrainStats Trainer::run_epochs(int64_t epochs) {
   int64_t per_epoch = loader_.batches_per_epoch();
-  int64_t target = (epoch() + epochs) * per_epoch;
-  return run_steps(target - step_);
+  int64_t target = 0;
+  // The step may come from a checkpoint: the arithmetic is checked, so a huge
+  // step fails instead of wrapping round to "nothing left to train".
+  if (epochs < 0 || __builtin_add_overflow(epoch(), epochs, &target) ||
+      __builtin_mul_overflow(target, per_epoch, &target)) {
+    throw Error(ErrorKind::kInvalidArgument, "trainer: " + std::to_string(epochs) + " epochs after step " +
+                                                 std::to_string(step_) + " overflow the step counter");
+  }
+  return run_steps(std::max<int64_t>(0, target - step_));
 }
 
 TrainStats Trainer::run_steps(int64_t steps) {
   TrainStats stats;
   const int64_t per_epoch = loader_.batches_per_epoch();
-  const int64_t end = step_ + steps;
+  int64_t end = 0;
+  if (steps < 0 || __builtin_add_overflow(step_, steps, &end)) {
+    throw Error(ErrorKind::kInvalidArgument, "trainer: " + std::to_string(steps) + " steps after step " +
+                                                 std::to_string(step_) + " overflow the step counter");
+  }
   std::ostream* log = options_.log;
   Progress progress(log != nullptr ? *log : std::cerr, end, "train", options_.progress_terminal);
   double loss_sum = 0;

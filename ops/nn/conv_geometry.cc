@@ -21,6 +21,20 @@ std::vector<int64_t> ints_or(const Node& node, const char* name, size_t count, i
   return values;
 }
 
+// Every number that enters the geometry's size arithmetic (input sizes,
+// kernel, strides, dilations, pads, output padding and shape) is at most
+// 2^30, so no expression below, a product of two and a sum of a few, can
+// overflow int64. They come from model and plan files.
+constexpr int64_t kMaxExtent = int64_t{1} << 30;
+
+void check_extents(const Node& node, const char* name, const std::vector<int64_t>& values) {
+  for (int64_t value : values) {
+    if (value > kMaxExtent) {
+      fail(node, std::string(name) + " " + format_sizes(values) + " exceeds the limit of 2^30 per axis");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> ConvGeometry::output_spatial(const std::vector<int64_t>& input) const {
@@ -56,7 +70,13 @@ ConvGeometry conv_geometry(const Node& node, ConvKind kind, const std::vector<in
   g.dilations = ints_or(node, "dilations", rank, 1);
   g.output_padding = kind == ConvKind::kTranspose ? ints_or(node, "output_padding", rank, 0)
                                                   : std::vector<int64_t>(rank, 0);
+  check_extents(node, "input spatial sizes", input_spatial);
+  check_extents(node, "kernel size", g.kernel);
+  check_extents(node, "strides", g.strides);
+  check_extents(node, "dilations", g.dilations);
+  check_extents(node, "output_padding", g.output_padding);
   for (size_t i = 0; i < rank; ++i) {
+    if (input_spatial[i] < 0) fail(node, "input spatial sizes " + format_sizes(input_spatial) + " are negative");
     if (g.strides[i] < 1) fail(node, "strides " + format_sizes(g.strides) + " must be positive");
     if (g.dilations[i] < 1) fail(node, "dilations " + format_sizes(g.dilations) + " must be positive");
     if (g.kernel[i] < 1) fail(node, "kernel size " + format_sizes(g.kernel) + " must be positive");
@@ -70,6 +90,7 @@ ConvGeometry conv_geometry(const Node& node, ConvKind kind, const std::vector<in
   g.pads_end.assign(rank, 0);
   if (auto_pad == "NOTSET") {
     std::vector<int64_t> pads = ints_or(node, "pads", 2 * rank, 0);
+    check_extents(node, "pads", pads);
     for (size_t i = 0; i < rank; ++i) {
       g.pads_begin[i] = pads[i];
       g.pads_end[i] = pads[rank + i];
@@ -88,6 +109,7 @@ ConvGeometry conv_geometry(const Node& node, ConvKind kind, const std::vector<in
     if (output_shape.size() < rank) {
       fail(node, "output_shape " + format_sizes(output_shape) + " is shorter than the spatial rank");
     }
+    check_extents(node, "output_shape", output_shape);
   }
   for (size_t i = 0; i < rank; ++i) {
     int64_t total = 0;

@@ -349,7 +349,10 @@ void infer_resize(InferenceContext& ctx) {
     for (size_t a = 0; a < rank; ++a) {
       double scale = scales->data<float>()[a];
       if (x->shape[a].is_static() && scale > 0 && std::isfinite(scale)) {
-        dims[a] = Dim(static_cast<int64_t>(std::floor(scale * static_cast<double>(x->shape[a].size()))));
+        double size = std::floor(scale * static_cast<double>(x->shape[a].size()));
+        // As the kernel: a size past 10^12 is refused (and would not fit int64 much further on).
+        if (size > 1e12) ctx.fail("scale " + std::to_string(scale) + " makes axis " + std::to_string(a) + " too large");
+        dims[a] = Dim(static_cast<int64_t>(size));
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "ops/plugin/elf_check.h"
 #include "weir/plugin.h"
 
 namespace weir {
@@ -287,7 +288,12 @@ std::shared_ptr<OpDef> read_op(const WeirOpDef& op, const std::string& plugin, c
 LoadedPlugin load_plugin(const std::filesystem::path& path, OpRegistry& ops, KernelRegistry& kernels) {
   const std::string file = path.string();
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(ErrorKind::kIo, "no such plugin file").with_file(file);
+  if (!std::filesystem::exists(path, ec)) throw Error(ErrorKind::kIo, "no such plugin file").with_file(file);
+  // dlopen of a truncated library maps pages past the end of the file, and
+  // touching them is SIGBUS: the ELF ranges are checked first.
+  if (std::string why = elf_library_problem(path); !why.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "cannot load the plugin: " + why).with_file(file);
+  }
   // An absolute path: dlopen must not search the library path for it.
   std::string absolute = std::filesystem::absolute(path, ec).string();
   void* handle = ::dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);

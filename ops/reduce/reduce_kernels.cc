@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/cpu_clones.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/reduce/reduce_axes.h"
@@ -93,7 +94,7 @@ Acc finish(Reduction kind, Acc acc, int64_t count, Acc shift) {
 // load time: the build targets baseline x86-64, whose 2-lane f64 adds made
 // SqueezeNet's 13x13x1000 global pool cost 26-33 us.
 constexpr int64_t kSumColumns = 32;
-__attribute__((target_clones("avx512f", "avx2", "default"))) void sum_rows_f32(const float* in, int64_t rows,
+WEIR_CPU_CLONES void sum_rows_f32(const float* in, int64_t rows,
                                                                                int64_t stride, int64_t width,
                                                                                double* sums) {
   double a[kSumColumns] = {};

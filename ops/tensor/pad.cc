@@ -55,6 +55,19 @@ AxisPads resolve_pads(int64_t rank, const std::vector<int64_t>& pads, const std:
   return result;
 }
 
+// An axis of `size` padded by `begin` and `end` (negative crops); the pads
+// come from a model, so the sum is checked for overflow and for going
+// below 0.
+int64_t padded_size(int64_t size, int64_t begin, int64_t end, size_t axis, const std::vector<int64_t>& pads,
+                    const std::string& type, const FailFn& fail) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(size, begin, &out) || __builtin_add_overflow(out, end, &out)) {
+    fail("pads " + format_sizes(pads) + " overflow axis " + std::to_string(axis) + " of " + type);
+  }
+  if (out < 0) fail("pads " + format_sizes(pads) + " crop axis " + std::to_string(axis) + " of " + type + " below 0");
+  return out;
+}
+
 void infer_pad(InferenceContext& ctx) {
   if (!parse_mode(mode_name(ctx.node()))) {
     ctx.fail("mode '" + mode_name(ctx.node()) + "' is not one of constant, edge, reflect, wrap");
@@ -78,9 +91,8 @@ void infer_pad(InferenceContext& ctx) {
       if (resolved.begin[a] == 0 && resolved.end[a] == 0) {
         dims[a] = d;
       } else if (d.is_static()) {
-        int64_t size = d.size() + resolved.begin[a] + resolved.end[a];
-        if (size < 0) ctx.fail("pads " + format_sizes(*pads) + " crop axis " + std::to_string(a) + " of " + data->shape.to_string() + " below 0");
-        dims[a] = Dim(size);
+        dims[a] = Dim(padded_size(d.size(), resolved.begin[a], resolved.end[a], a, *pads, data->shape.to_string(),
+                                  [&](const std::string& m) { ctx.fail(m); }));
       }
     }
   }
@@ -139,8 +151,8 @@ class PadKernel final : public OpKernel {
     std::vector<int64_t> out_sizes(sizes.size());
     std::vector<std::vector<int64_t>> tables(sizes.size());
     for (size_t a = 0; a < sizes.size(); ++a) {
-      out_sizes[a] = sizes[a] + resolved.begin[a] + resolved.end[a];
-      if (out_sizes[a] < 0) ctx.fail("pads " + format_sizes(pads) + " crop axis " + std::to_string(a) + " of " + data.type_string() + " below 0");
+      out_sizes[a] = padded_size(sizes[a], resolved.begin[a], resolved.end[a], a, pads, data.type_string(),
+                                 [&](const std::string& m) { ctx.fail(m); });
       if (sizes[a] == 0 && out_sizes[a] > 0 && mode_ != PadMode::kConstant) {
         ctx.fail("cannot pad the empty axis " + std::to_string(a) + " of " + data.type_string() + " in mode " + mode_name(ctx.node()));
       }

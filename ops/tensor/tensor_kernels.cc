@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ops/cpu_clones.h"
 #include "ops/tensor/indexing.h"
 #include "ops/tensor/shape_slice.h"
 #include "ops/threading.h"
@@ -141,7 +142,7 @@ class UnsqueezeKernel final : public OpKernel {
 // image's planes) interleaved into one. Compiled for AVX-512, AVX2 and the
 // baseline, picked at load time: the stride-3 stores need shuffles that the
 // baseline's SSE2 lacks (a 3x224x224 input took 19 us on two threads).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void interleave3_words(const uint32_t* src,
+WEIR_CPU_CLONES void interleave3_words(const uint32_t* src,
                                                                                     int64_t stride, uint32_t* dst,
                                                                                     int64_t count) {
   const uint32_t* __restrict r0 = src;

@@ -3,10 +3,12 @@
 // ModelProto messages so each test states exactly what it feeds the importer.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
+#include "core/allocation_limits.h"
 #include "core/error.h"
 #include "frontend/onnx/onnx_importer.h"
 #include "frontend/onnx/onnx_tensor.h"
@@ -226,6 +228,98 @@ TEST(OnnxImport, MutatedFilesAreErrorsNotCrashes) {
     }
   }
   EXPECT_GT(rejected, 0);
+  fs::remove_all(dir);
+}
+
+// Constant nodes, tensor attributes and sub-graph initializers live in the
+// parsed proto, not in the lifted payloads; tensors made from them must stay
+// valid after the importer returns (they viewed the freed proto once: a
+// Reshape shape read as f32[94698743129481,12,64]). The heap is churned
+// between import and run so that freed bytes would be overwritten; under
+// ASan any read of them is a report.
+TEST(OnnxImport, ConstantNodeTensorsOutliveTheImport) {
+  ModelBuilder m(13);
+  m.input("x", {2, 6}).output("y");
+  m.initializer(random_tensor(DType::kFloat32, {1, 12}, 5), "bias");
+  auto int64_constant = [&](const std::string& name, const std::vector<int64_t>& values) {
+    onnx::NodeProto* node = m.node("Constant", {}, {name}, name + "_node");
+    onnx::AttributeProto* value = node->add_attribute();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    Tensor tensor(DType::kInt64, {static_cast<int64_t>(values.size())});
+    for (size_t i = 0; i < values.size(); ++i) tensor.data<int64_t>()[i] = values[i];
+    *value->mutable_t() = tensor_to_onnx(tensor, name);
+  };
+  int64_constant("shape", {1, 12});
+  int64_constant("repeats", {3, 1});
+  m.node("Reshape", {"x", "shape"}, {"flat"}, "reshape");
+  m.node("Add", {"flat", "bias"}, {"biased"}, "add");
+  m.node("Tile", {"biased", "repeats"}, {"y"}, "tile");
+
+  fs::path dir = temp_dir("constants");
+  fs::path file = dir / "constants.onnx";
+  std::ofstream(file, std::ios::binary) << m.bytes();
+  ASSERT_TRUE(split_initializer_data(m.bytes()).has_value());  // the mapped path, where the proto was local
+  Model model = import_onnx_model(file.string());
+  std::vector<std::string> churn;
+  for (int i = 0; i < 2000; ++i) churn.emplace_back(static_cast<size_t>(16 + i % 200), static_cast<char>(0xAB));
+  churn.clear();
+
+  Tensor x = random_tensor(DType::kFloat32, {2, 6}, 6);
+  std::vector<Tensor> y = evaluate_graph(*model.graph, {{"x", x}});
+  ASSERT_EQ(y.size(), 1u);
+  ASSERT_EQ(y[0].sizes(), (std::vector<int64_t>{3, 12}));
+  std::vector<Tensor> expected = evaluate_graph(*m.import().graph, {{"x", x}});
+  EXPECT_TRUE(y[0].bitwise_equal(expected[0]));
+  const float* bias = nullptr;
+  for (const Value* constant : model.graph->constants()) {
+    if (constant->name() == "bias") bias = constant->data().data<float>();
+  }
+  ASSERT_NE(bias, nullptr);
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 12; ++c) {
+      EXPECT_FLOAT_EQ(y[0].data<float>()[r * 12 + c], x.data<float>()[c] + bias[c]);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// An initializer that declares 2^40 elements of external data: the file and
+// the range are checked, and the caps, before anything is allocated.
+TEST(OnnxImport, HugeDeclaredInitializersFailBeforeAllocating) {
+  fs::path dir = temp_dir("huge");
+  std::ofstream(dir / "weights.bin", std::ios::binary) << std::string(64, '\0');
+  ModelBuilder m(13);
+  m.input("x", {1}).output("y");
+  onnx::TensorProto* w = m.graph->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(int64_t{1} << 20);
+  w->add_dims(int64_t{1} << 20);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  onnx::StringStringEntryProto* location = w->add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  m.node("Add", {"x", "w"}, {"y"}, "add");
+  std::ofstream(dir / "huge.onnx", std::ios::binary) << m.bytes();
+  auto start = std::chrono::steady_clock::now();
+  std::string message = error_of([&] { import_onnx_model((dir / "huge.onnx").string()); }, ErrorKind::kFormat);
+  EXPECT_NE(message.find("initializer 'w'"), std::string::npos) << message;
+  EXPECT_NE(message.find("runs past the end of 'weights.bin'"), std::string::npos) << message;
+  EXPECT_NE(message.find("huge.onnx"), std::string::npos) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+
+  // Inline data of the right size but over a lowered per-tensor cap.
+  AllocationLimits saved = allocation_limits();
+  set_allocation_limits({1024, 1 << 20});
+  ModelBuilder small(13);
+  small.input("x", {1}).output("y");
+  small.initializer(random_tensor(DType::kFloat32, {512}, 1), "big");
+  small.node("Add", {"x", "big"}, {"y"}, "add");
+  message = error_of([&] { small.import(); }, ErrorKind::kOutOfMemory);
+  set_allocation_limits(saved);
+  EXPECT_NE(message.find("initializer 'big' needs 2048 bytes, over the limit of 1024 bytes per tensor"),
+            std::string::npos) << message;
   fs::remove_all(dir);
 }
 

@@ -1,8 +1,10 @@
 #include "tools/graph-runner/model_inputs.h"
 
 #include <filesystem>
+#include <optional>
 #include <random>
 
+#include "core/allocation_limits.h"
 #include "core/error.h"
 #include "frontend/data/npy.h"
 #include "frontend/onnx/onnx_tensor.h"
@@ -15,6 +17,15 @@ namespace {
 Tensor random_input(const Value& input, uint64_t seed) {
   std::vector<int64_t> sizes;
   for (const Dim& d : input.shape().dims()) sizes.push_back(d.is_static() ? d.size() : 1);
+  // The dims come from the model file: the size is checked for overflow and
+  // against the per-tensor cap before anything is allocated.
+  const std::string what = "--random-inputs input '" + input.name() + "' " + input.type().to_string();
+  std::optional<int64_t> count = checked_num_elements(sizes);
+  uint64_t bytes = 0;
+  if (!count || __builtin_mul_overflow(static_cast<uint64_t>(*count), dtype_size(input.dtype()), &bytes)) {
+    throw Error(ErrorKind::kShape, what + " has more elements than fit in 64 bits");
+  }
+  charge_allocation(bytes, what);
   Tensor t(input.dtype(), sizes);
   std::mt19937_64 rng(seed);
   for (int64_t i = 0; i < t.num_elements(); ++i) {

@@ -25,6 +25,9 @@ packages=(
   zlib1g-dev dataset-fashion-mnist libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the sanitizer suite and fuzzing (.ci/run): clang with its sanitizer
+  # runtimes and libFuzzer
+  clang libclang-rt-14-dev libfuzzer-14-dev
 )
 
 if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi

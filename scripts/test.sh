@@ -1,11 +1,39 @@
 #!/usr/bin/env bash
 # The README's test command: on a fresh Debian 12 machine, installs what Weir
-# needs, builds it as CI does (release, warnings as errors, ccache when
-# present) and runs the whole test suite under CTest. .ci/run calls this.
+# needs, then runs three suites (docs/reliability.md):
+#   1. release build as CI builds it (warnings as errors), the whole suite;
+#   2. ThreadSanitizer build (gcc), the runtime, data-loader and checkpoint
+#      tests, with OpenMP regions single-threaded (libgomp is not instrumented);
+#   3. clang ASan+UBSan build with libFuzzer coverage: every fuzz target for
+#      WEIR_FUZZ_SECONDS (60) seconds, then the whole suite but LeNet's
+#      one-epoch accuracy run.
+# ccache serves all three trees; .ci/run calls this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
+# Paths under the checkout are hashed relative to it, so a clone elsewhere
+# (CI's fresh clones) reuses what an earlier build put in the cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+
+echo "== release (ci preset)"
 cmake --preset ci
 cmake --build --preset ci
 ctest --preset ci
+
+echo "== ThreadSanitizer (tsan preset): runtime, data loader, checkpoints"
+cmake --preset tsan
+cmake --build --preset tsan --target weir_runtime_tests weir_frontend_tests
+export TSAN_OPTIONS="suppressions=$PWD/tsan.supp halt_on_error=1 second_deadlock_stack=1"
+OMP_NUM_THREADS=1 WEIR_TEST_TMPDIR=build/tsan/tmp build/tsan/tests/runtime/weir_runtime_tests
+OMP_NUM_THREADS=1 WEIR_TEST_TMPDIR=build/tsan/tmp build/tsan/tests/frontend/weir_frontend_tests \
+  --gtest_filter='DataLoader*:Checkpoints*'
+unset TSAN_OPTIONS
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer (sanitize preset): fuzzing, then the suite"
+cmake --preset sanitize
+cmake --build --preset sanitize
+./fuzz/run.sh build/sanitize "${WEIR_FUZZ_SECONDS:-60}"
+# LeNet's one-epoch accuracy run takes over 10 minutes under ASan on two
+# cores; the zoo training tests run LeNet's step under ASan already.
+ctest --preset sanitize -E '^FashionMnistTraining\.Lenet'

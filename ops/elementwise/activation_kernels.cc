@@ -102,7 +102,10 @@ class ClipKernel final : public OpKernel {
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (!std::is_same_v<T, bool>) {
         using C = ComputeType<T>;
-        auto [low, high] = clip_bounds<C, T>(ctx, 1);
+        // Plain variables, not a structured binding: lambdas capture those
+        // only from C++20 compilers that implement P1091 (clang 16+).
+        const auto bounds = clip_bounds<C, T>(ctx, 1);
+        const C low = bounds.first, high = bounds.second;
         const T* in = x.data<T>();
         T* out = y.data<T>();
         parallel_for(x.num_elements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {

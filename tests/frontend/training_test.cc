@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "core/error.h"
@@ -269,6 +270,40 @@ TEST(Checkpoints, ResumingGivesTheSameParametersAsRunningStraight) {
     ++compared;
   }
   EXPECT_EQ(compared, 4 + 8);  // parameters and Adam's two moments each
+}
+
+// A checkpoint's step comes from the file: INT64_MAX once wrapped the
+// trainer's arithmetic, so the run trained 0 steps and exited 0. Now the
+// overflow is an error naming the step, and a negative step is refused at
+// load.
+TEST(Checkpoints, StepsThatOverflowOrAreNegativeAreErrors) {
+  testing::ScratchDir dir;
+  auto data = dropout_data();
+  TrainingGraph info;
+  Session session(compile(*dropout_net(info)));
+  DataLoader loader(data, {.batch_size = 16, .seed = 5, .num_workers = 1});
+  Trainer trainer(session, info, loader, {.feeds = {"x", "labels"}, .lr = LrSchedule::constant(1e-3), .log = nullptr});
+  save_checkpoint(dir / "max.npz", session, std::numeric_limits<int64_t>::max());
+  trainer.resume(dir / "max.npz");
+  for (bool epochs : {false, true}) {
+    try {
+      if (epochs) trainer.run_epochs(1);
+      else trainer.run_steps(1);
+      ADD_FAILURE() << "trained past INT64_MAX";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("overflow the step counter"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(std::numeric_limits<int64_t>::max())), std::string::npos)
+          << e.what();
+    }
+  }
+  save_checkpoint(dir / "negative.npz", session, -5);
+  try {
+    load_checkpoint(dir / "negative.npz", session);
+    ADD_FAILURE() << "a negative step loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step -5 is negative"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("negative.npz"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Checkpoints, AMismatchedCheckpointIsRefusedAndChangesNothing) {

@@ -3,6 +3,8 @@
 // differences, and malformed pads.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/error.h"
 #include "tests/ops/gradient_check.h"
 
@@ -96,6 +98,9 @@ TEST(PadKernels, MalformedPadsNameTheProblem) {
   Tensor x = make_tensor(DType::kFloat32, random_values(DType::kFloat32, 6, 3), {2, 3});
   EXPECT_NE(error_of("Pad", {x, i64({1, 2, 3})}).find("needs 4 values"), std::string::npos);
   EXPECT_NE(error_of("Pad", {x, i64({0, -2, 0, -2})}).find("below 0"), std::string::npos);
+  // Pads from a file near INT64_MAX: the sum is checked, not wrapped.
+  const int64_t huge = std::numeric_limits<int64_t>::max() - 1;
+  EXPECT_NE(error_of("Pad", {x, i64({0, huge, 0, huge})}).find("overflow axis 1"), std::string::npos);
   EXPECT_NE(error_of("Pad", {x, i64({0, 0, 0, 0})}, {{"mode", Attribute(std::string("mirror"))}}).find("mode 'mirror'"),
             std::string::npos);
 }

@@ -91,3 +91,42 @@ TEST(ShapeInference, UnaryOpsKeepTheInputType) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// Conv and pool sizes come from model and plan files: attributes or input
+// sizes past 2^30 per axis are refused by name, before arithmetic on them can
+// overflow (a stride of 2^62 once wrapped the output size).
+TEST(ShapeInference, ConvAndPoolGeometryRefusesHugeNumbers) {
+  auto error_of = [](const std::string& op, const std::vector<TensorType>& types,
+                     std::map<std::string, Attribute> attributes) -> std::string {
+    try {
+      infer(op, types, std::move(attributes));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kShape) << e.what();
+      return e.what();
+    }
+    return "";
+  };
+  const TensorType x = f32(Shape{1, 1, 8, 8});
+  const TensorType w = f32(Shape{1, 1, 3, 3});
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_NE(error_of("Conv", {x, w}, {{"strides", Attribute(std::vector<int64_t>{big, 1})}}).find("strides [4611686018427387904,1] exceeds"),
+            std::string::npos);
+  EXPECT_NE(error_of("Conv", {x, w}, {{"dilations", Attribute(std::vector<int64_t>{1, big})}}).find("dilations"),
+            std::string::npos);
+  EXPECT_NE(error_of("Conv", {x, w}, {{"pads", Attribute(std::vector<int64_t>{big, 0, big, 0})}}).find("pads"),
+            std::string::npos);
+  EXPECT_NE(error_of("Conv", {f32(Shape{1, 1, big, 8}), w}, {}).find("input spatial sizes"), std::string::npos);
+  EXPECT_NE(error_of("ConvTranspose", {x, w}, {{"output_shape", Attribute(std::vector<int64_t>{big, 8})}}).find("output_shape"),
+            std::string::npos);
+  EXPECT_NE(error_of("MaxPool", {x}, {{"kernel_shape", Attribute(std::vector<int64_t>{2, 2})},
+                                      {"strides", Attribute(std::vector<int64_t>{big, big})}}).find("strides"),
+            std::string::npos);
+  // Within the limit, inference still works.
+  EXPECT_EQ(infer("Conv", {x, w}, {{"strides", Attribute(std::vector<int64_t>{2, 2})}}).shape, (Shape{1, 1, 3, 3}));
+}
+
+}  // namespace
+}  // namespace weir

@@ -3,11 +3,14 @@
 // and truncated or corrupted files are rejected with errors, never crashes.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <random>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/fbs/plan_generated.h"
 #include "runtime/plan_file.h"
 #include "runtime/session.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -106,6 +109,54 @@ TEST(PlanFile, TruncatedAndCorruptedFilesAreRejected) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
     EXPECT_NE(std::string(e.what()).find("missing.weirplan"), std::string::npos);
   }
+}
+
+// A plan's arena size comes from the file: one larger than its slots reach,
+// or past the allocation caps, is refused at load, where the file is named,
+// instead of being allocated when a session starts. And a FIFO in place of
+// the plan is refused without blocking.
+TEST(PlanFile, ArenasLargerThanTheirSlotsAndFifosAreRefused) {
+  ScratchDir dir;
+  auto g = resnet_style_graph(1, 4, 8);
+  save_plan(*compile(*g), dir / "good.weirplan");
+  const std::string bytes = read_file(dir / "good.weirplan", size_t{1} << 30);
+  uint64_t table_offset = 0;
+  std::memcpy(&table_offset, bytes.data() + 8, 8);
+  // The arena's size field, found through the generated accessors.
+  const fbs::Plan* plan = fbs::GetPlan(bytes.data() + table_offset);
+  ASSERT_TRUE(plan->arenas() != nullptr && plan->arenas()->size() > 0);
+  const auto* arena = reinterpret_cast<const flatbuffers::Table*>(plan->arenas()->Get(0));
+  const uint8_t* field = arena->GetAddressOf(fbs::Arena::VT_BYTES);
+  ASSERT_NE(field, nullptr);
+  const size_t at = static_cast<size_t>(reinterpret_cast<const char*>(field) - bytes.data());
+  auto with_arena = [&](int64_t arena_bytes) {
+    std::string edited = bytes;
+    std::memcpy(edited.data() + at, &arena_bytes, 8);
+    write_file_atomically(dir / "edited.weirplan", edited);
+    try {
+      load_plan(dir / "edited.weirplan");
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(with_arena(plan->arenas()->Get(0)->bytes()), "");
+  std::string error = with_arena(int64_t{1} << 32);
+  EXPECT_NE(error.find("declares 4294967296 bytes, but its slots end at"), std::string::npos) << error;
+  EXPECT_NE(error.find("edited.weirplan"), std::string::npos) << error;
+  error = with_arena(int64_t{1} << 62);
+  EXPECT_NE(error.find("over the limit of"), std::string::npos) << error;
+
+  testing::FifoWithWatchdog fifo(dir / "fifo.weirplan");
+  auto start = std::chrono::steady_clock::now();
+  try {
+    load_plan(fifo.path());
+    ADD_FAILURE() << "a FIFO loaded as a plan";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file (a FIFO)"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_FALSE(fifo.blocked());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // unknown model name) gives one "error: ..." line and a non-zero status.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "core/atomic_file.h"
@@ -217,6 +218,31 @@ TEST(GraphRunner, TrainsASavedTrainingGraph) {
   expect_error(run("train --graph " + (dir / "infer.weir").string() + " --data synthetic --steps 1"), "not a training graph");
   expect_error(run("run " + (dir / "infer.weir").string() + " --random-inputs --device cuda:0"), "CPU devices only");
   expect_error(run("run " + (dir / "infer.weir").string() + " --random-inputs --device tpu"), "tpu");
+}
+
+// An input declared far larger than memory: --random-inputs refuses it by
+// the per-tensor cap before allocating (it once asked for 800 GB); a size
+// past 64 bits is refused when the model loads.
+TEST(GraphRunner, RandomInputsOfHugeDeclaredInputsAreRefused) {
+  testing::ScratchDir dir;
+  for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"huge", {int64_t{1} << 20, int64_t{1} << 20, 200}},
+           {"overflow", {int64_t{1} << 40, int64_t{1} << 40}}}) {
+    Model model;
+    model.graph = std::make_unique<Graph>("g");
+    std::vector<Dim> shape(dims.begin(), dims.end());
+    Value* x = model.graph->add_input("x", {DType::kFloat32, Shape(shape)});
+    model.graph->add_output(model.graph->add_node("Relu", {x}, 1, {}, "relu")->output(0));
+    save_model(model, dir / (name + ".weir"));
+    auto start = std::chrono::steady_clock::now();
+    Result r = run("run " + (dir / (name + ".weir")).string() + " --random-inputs");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    if (name == "huge") {
+      expect_error(r, "--random-inputs input 'x' f32[1048576,1048576,200] needs 879609302220800 bytes, over the limit");
+    } else {
+      expect_error(r, "graph input 'x' has a shape whose element count overflows 64 bits");  // refused at load
+    }
+  }
 }
 
 TEST(GraphRunner, UsageErrors) {

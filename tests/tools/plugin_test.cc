@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/model_io.h"
 #include "frontend/data/npy.h"
@@ -104,6 +105,33 @@ TEST(Plugins, BadLibrariesAreRefusedWithAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("already registered"), std::string::npos) << e.what();
   }
+}
+
+// A library cut short (a copy interrupted, a disk full): dlopen would map
+// segments past the end of the file and die of SIGBUS on the first touch.
+// Every cut is refused with an error naming the file; so is a library for
+// another machine.
+TEST(Plugins, TruncatedLibrariesAreRefusedNotSigbus) {
+  testing::ScratchDir dir;
+  const std::string whole = read_file(WEIR_CHECKED_OPS_PLUGIN, size_t{1} << 30);
+  ASSERT_GT(whole.size(), 4096u);
+  for (size_t length : {size_t{0}, size_t{16}, size_t{64}, size_t{200}, whole.size() / 4, whole.size() / 2,
+                        whole.size() * 3 / 4, whole.size() - 1}) {
+    const std::filesystem::path cut = dir / ("cut_" + std::to_string(length) + ".so");
+    write_file_atomically(cut, std::string_view(whole).substr(0, length));
+    std::string error = error_of_loading(cut.string());
+    EXPECT_NE(error.find(cut.filename().string()), std::string::npos) << error;
+    EXPECT_NE(error.find("cannot load the plugin"), std::string::npos) << error;
+  }
+  std::string other = whole;
+  other[18] = 0x28;  // e_machine: ARM
+  write_file_atomically(dir / "arm.so", other);
+  std::string error = error_of_loading((dir / "arm.so").string());
+  EXPECT_NE(error.find("not this one"), std::string::npos) << error;
+  // Through the CLI: an error line and exit status 1, not a signal.
+  Result r = graph_runner("run nothing.weir --plugin " + (dir / ("cut_" + std::to_string(whole.size() / 2) + ".so")).string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << r.output;
 }
 
 TEST(Plugins, KernelAndShapeInferenceErrorsNameTheNode) {

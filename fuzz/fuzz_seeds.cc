@@ -1,0 +1,105 @@
+// Writes the seed corpora of the fuzz targets, one directory per target:
+//
+//   weir_fuzz_seeds OUT      # OUT/onnx_import, OUT/model_load, OUT/plan_load, OUT/npy, OUT/checkpoint
+//
+// Each seed is a valid input made by Weir's own writers from small models
+// (the tests' MLP and LeNet shapes, a rich graph with every attribute kind),
+// so the fuzzers start from deep inside the formats. Targets that pick a
+// format by the first byte get that byte in front (model_load: 0 binary,
+// 1 text; npy: 0 .npy, 1 .npz). fuzz/run.sh adds the ONNX backend node
+// tests' models to the ONNX corpus.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/model_io.h"
+#include "frontend/data/npy.h"
+#include "frontend/onnx/onnx_exporter.h"
+#include "frontend/train/checkpoint.h"
+#include "fuzz/fuzz_models.h"
+#include "models/zoo.h"
+#include "runtime/plan.h"
+#include "runtime/plan_file.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Copies `file` into `dir` as `name`, with `selector` (when >= 0) as its first byte.
+void add_seed(const fs::path& dir, const std::string& name, const fs::path& file, int selector = -1) {
+  std::string bytes = weir::read_file(file, size_t{1} << 30);
+  if (selector >= 0) bytes.insert(bytes.begin(), static_cast<char>(selector));
+  std::ofstream(dir / name, std::ios::binary) << bytes;
+}
+
+weir::models::ZooOptions small_zoo() {
+  weir::models::ZooOptions zoo;
+  zoo.mlp_width = 8;
+  zoo.image_size = 8;
+  zoo.classes = 4;
+  return zoo;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  try {
+    const fs::path out = argv[1];
+    const fs::path scratch = out / "scratch";
+    for (const char* target : {"onnx_import", "model_load", "plan_load", "npy", "checkpoint"}) {
+      fs::create_directories(out / target);
+    }
+    fs::create_directories(scratch);
+
+    int index = 0;
+    for (const char* name : {"mlp", "lenet"}) {
+      for (bool training : {false, true}) {
+        weir::models::ClassifierGraph classifier =
+            weir::models::build_classifier(name, training ? 2 : 0, training, small_zoo());
+        weir::Model model;
+        model.graph = std::move(classifier.graph);
+        const std::string stem = std::string(name) + (training ? "_train" : "_infer");
+        // Inline and with external data (a .weir keeps its data file beside it).
+        weir::save_model(model, scratch / (stem + ".weir"), {.external_data_threshold = SIZE_MAX});
+        add_seed(out / "model_load", stem + ".weir", scratch / (stem + ".weir"), 0);
+        weir::save_model(model, scratch / (stem + ".weirtxt"), {.external_data_threshold = SIZE_MAX});
+        add_seed(out / "model_load", stem + ".weirtxt", scratch / (stem + ".weirtxt"), 1);
+        if (!training) {
+          weir::export_onnx_model(model, (scratch / (stem + ".onnx")).string());
+          add_seed(out / "onnx_import", stem + ".onnx", scratch / (stem + ".onnx"));
+          weir::save_plan(*weir::compile(*model.graph), scratch / (stem + ".weirplan"));
+          add_seed(out / "plan_load", stem + ".weirplan", scratch / (stem + ".weirplan"));
+        }
+        ++index;
+      }
+    }
+
+    weir::Tensor f32(weir::DType::kFloat32, {3, 4});
+    for (int64_t i = 0; i < 12; ++i) f32.data<float>()[i] = static_cast<float>(i) * 0.5f;
+    weir::Tensor i64(weir::DType::kInt64, {5});
+    for (int64_t i = 0; i < 5; ++i) i64.data<int64_t>()[i] = i - 2;
+    weir::write_npy(scratch / "f32.npy", f32);
+    add_seed(out / "npy", "f32.npy", scratch / "f32.npy", 0);
+    weir::write_npy(scratch / "i64.npy", i64);
+    add_seed(out / "npy", "i64.npy", scratch / "i64.npy", 0);
+    weir::write_npz(scratch / "both.npz", {{"a", f32}, {"b", i64}});
+    add_seed(out / "npy", "both.npz", scratch / "both.npz", 1);
+
+    std::unique_ptr<weir::Session> session = weir::fuzz::small_training_session();
+    weir::save_checkpoint(scratch / "ck.npz", *session, 7);
+    add_seed(out / "checkpoint", "ck.npz", scratch / "ck.npz");
+    fs::remove_all(scratch);
+    std::printf("weir_fuzz_seeds: wrote %d models' seeds under %s\n", index, out.c_str());
+  } catch (const weir::Error& error) {
+    std::fprintf(stderr, "weir_fuzz_seeds: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

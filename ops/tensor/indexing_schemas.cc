@@ -138,7 +138,17 @@ void infer_tile(InferenceContext& ctx) {
   }
   for (size_t a = 0; a < dims.size(); ++a) {
     const Dim& d = x->shape[a];
-    dims[a] = repeats && d.is_static() ? Dim(d.size() * (*repeats)[a]) : symbolic_dim(ctx, a);
+    if (repeats && d.is_static()) {
+      // Repeats come from the model: the product is checked, not wrapped.
+      int64_t size = 0;
+      if ((*repeats)[a] < 0 || __builtin_mul_overflow(d.size(), (*repeats)[a], &size)) {
+        ctx.fail("repeats " + format_sizes(*repeats) + " make axis " + std::to_string(a) + " of " +
+                 x->shape.to_string() + " negative or overflow");
+      }
+      dims[a] = Dim(size);
+    } else {
+      dims[a] = symbolic_dim(ctx, a);
+    }
   }
   ctx.set_output_type(0, {x->dtype, Shape(std::move(dims))});
 }

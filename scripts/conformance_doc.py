@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Writes docs/conformance.md from the conformance test's report.
 
-Usage: scripts/conformance_doc.py [REPORT] > docs/conformance.md
-REPORT defaults to build/ci/tests/frontend/onnx_conformance.md, which the
-OnnxConformance test writes on every run.
+Usage: scripts/conformance_doc.py [REPORT_DIR] > docs/conformance.md
+REPORT_DIR defaults to build/ci/tests/frontend, where the OnnxConformance
+test writes onnx_conformance_SUITE.md for each suite on every run.
 """
+import os
 import collections
 import re
 import sys
@@ -23,8 +24,10 @@ KNOWN_FAILURES = {
 }
 
 
-def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "build/ci/tests/frontend/onnx_conformance.md"
+OTHER_SUITES = ["pytorch-converted", "pytorch-operator", "simple"]
+
+
+def read_report(path):
     rows = []
     totals_line = ""
     with open(path) as report:
@@ -34,6 +37,17 @@ def main():
             match = re.match(r"\| (test_\S+) \| (\w+) \| (.*) \|$", line.rstrip("\n"))
             if match:
                 rows.append(match.groups())
+    return totals_line, rows
+
+
+def short_reason(reason):
+    reason = re.sub(r"file '[^']*': ", "", reason)
+    return re.sub(r"^import: ", "", reason)
+
+
+def main():
+    directory = sys.argv[1] if len(sys.argv) > 1 else "build/ci/tests/frontend"
+    totals_line, rows = read_report(os.path.join(directory, "onnx_conformance_node.md"))
     missing_ops = collections.Counter()
     types = collections.Counter()
     for name, outcome, reason in rows:
@@ -44,15 +58,20 @@ def main():
         for kind in re.findall(r"is an? (sequence|optional|map)|element type (\w+)", reason):
             types["".join(kind)] += 1
     print("# ONNX conformance\n")
-    print("The ONNX backend node tests (Debian `libonnx-testdata`, ONNX 1.12) run as")
-    print("`OnnxConformance.NodeTestsThatPassedBeforeStillPass`")
-    print("(tests/frontend/onnx_conformance_test.cc). The tolerances are the ONNX runner's:")
-    print("rtol 1e-3, atol 1e-7. The test fails when a test listed in")
-    print("`tests/frontend/onnx_conformance_expected_pass.txt` stops passing.\n")
+    print("The four ONNX backend test suites of Debian's `libonnx-testdata` (ONNX 1.12):")
+    print("node, pytorch-converted, pytorch-operator and simple, run as")
+    print("`Suites/OnnxConformance.TestsThatPassedBeforeStillPass/SUITE`")
+    print("(tests/frontend/onnx_conformance_test.cc), in the release suite and under")
+    print("ASan+UBSan. The tolerances are the ONNX runner's: rtol 1e-3, atol 1e-7. A")
+    print("suite's test fails when a test listed in `tests/frontend/onnx_conformance/SUITE.txt`")
+    print("stops passing.\n")
     print("Regenerate this page with `scripts/conformance_doc.py > docs/conformance.md` after a")
     print("test run.\n")
-    print(f"**{totals_line}**\n")
-    print("## Why the rest do not pass\n")
+    print(f"**node: {totals_line}**\n")
+    other = {suite: read_report(os.path.join(directory, f"onnx_conformance_{suite}.md")) for suite in OTHER_SUITES}
+    for suite, (line, _) in other.items():
+        print(f"**{suite}: {line}**\n")
+    print("## Why the rest of the node tests do not pass\n")
     print("Missing ops (tests that need them; a test may need several):\n")
     print(", ".join(f"{op} {n}" for op, n in sorted(missing_ops.items(), key=lambda x: (-x[1], x[0]))) + "\n")
     print("Value types Weir lacks (values, counted per test): " +
@@ -61,13 +80,17 @@ def main():
     for name, outcome, reason in rows:
         if outcome == "fail":
             print(f"- `{name}`: {KNOWN_FAILURES.get(name, 'not yet investigated: ' + reason)}")
-    print("\n## Every test that does not pass\n")
+    print("\n## Every node test that does not pass\n")
     print("| test | result | reason |\n|---|---|---|")
     for name, outcome, reason in rows:
         if outcome != "pass":
-            reason = re.sub(r"file '[^']*': ", "", reason)
-            reason = re.sub(r"^import: ", "", reason)
-            print(f"| {name} | {outcome} | {reason} |")
+            print(f"| {name} | {outcome} | {short_reason(reason)} |")
+    for suite, (_, suite_rows) in other.items():
+        print(f"\n## Every {suite} test that does not pass\n")
+        print("| test | result | reason |\n|---|---|---|")
+        for name, outcome, reason in suite_rows:
+            if outcome != "pass":
+                print(f"| {name} | {outcome} | {short_reason(reason)} |")
 
 
 main()

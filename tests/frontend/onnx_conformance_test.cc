@@ -1,17 +1,20 @@
-// The ONNX backend node tests as Weir's conformance suite.
+// The ONNX backend test suites as Weir's conformance suite.
 //
-// Walks every test directory under the node-test root (Debian's
-// libonnx-testdata), imports model.onnx, feeds each test_data_set_*/input_*.pb
-// and compares the outputs with output_*.pb the way ONNX's backend runner
-// does: equal dtypes and shapes, |weir - expected| <= atol + rtol * |expected|
-// with rtol 1e-3 and atol 1e-7, NaN equal to NaN.
+// For each of the four suites of Debian's libonnx-testdata (node,
+// pytorch-converted, pytorch-operator, simple), walks every test directory,
+// imports model.onnx, feeds each test_data_set_*/input_*.pb and compares the
+// outputs with output_*.pb the way ONNX's backend runner does: equal dtypes
+// and shapes, |weir - expected| <= atol + rtol * |expected| with rtol 1e-3 and
+// atol 1e-7, NaN equal to NaN.
 //
 // Every test is classified pass / fail / unsupported (the importer or a
-// kernel says Weir does not support it) and written to a Markdown report
-// (WEIR_CONFORMANCE_REPORT, default <build>/tests/frontend/onnx_conformance.md).
-// The test fails only when a test listed in onnx_conformance_expected_pass.txt
-// does not pass, so progress is ratcheted and regressions are caught; tests
-// that pass but are not listed are printed, to be added.
+// kernel says Weir does not support it) and written to a Markdown report per
+// suite (<build>/tests/frontend/onnx_conformance_SUITE.md). A suite's test
+// fails only when a test listed in onnx_conformance/SUITE.txt does not pass,
+// so progress is ratcheted and regressions are caught; tests that pass but are
+// not listed are printed, to be added. Under ASan+UBSan (the sanitize preset)
+// this runs every model of the four suites: the sweep that found the
+// use-after-free of constant tensors.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -202,14 +205,18 @@ std::set<std::string> read_expected_passes(const fs::path& path) {
   return names;
 }
 
-TEST(OnnxConformance, NodeTestsThatPassedBeforeStillPass) {
-  const char* root_env = std::getenv("WEIR_ONNX_NODE_TESTS");
-  fs::path root = root_env != nullptr ? root_env : "/usr/share/libonnx-testdata/data/node";
+class OnnxConformance : public ::testing::TestWithParam<std::string> {};
+
+// Suites live under WEIR_ONNX_TESTDATA (default Debian's path), one directory each.
+TEST_P(OnnxConformance, TestsThatPassedBeforeStillPass) {
+  const std::string suite = GetParam();
+  const char* root_env = std::getenv("WEIR_ONNX_TESTDATA");
+  fs::path root = fs::path(root_env != nullptr ? root_env : "/usr/share/libonnx-testdata/data") / suite;
   ASSERT_TRUE(fs::is_directory(root)) << root << " is missing: scripts/setup.sh installs libonnx-testdata";
-  const char* report_env = std::getenv("WEIR_CONFORMANCE_REPORT");
-  fs::path report_path = report_env != nullptr ? report_env : WEIR_CONFORMANCE_REPORT;
-  std::set<std::string> expected = read_expected_passes(WEIR_CONFORMANCE_EXPECTED);
-  ASSERT_FALSE(expected.empty()) << "no expected passes read from " << WEIR_CONFORMANCE_EXPECTED;
+  fs::path report_path = fs::path(WEIR_CONFORMANCE_REPORT_DIR) / ("onnx_conformance_" + suite + ".md");
+  fs::path expected_path = fs::path(WEIR_CONFORMANCE_EXPECTED_DIR) / (suite + ".txt");
+  std::set<std::string> expected = read_expected_passes(expected_path);
+  ASSERT_FALSE(expected.empty()) << "no expected passes read from " << expected_path;
 
   std::vector<fs::path> tests;
   for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
@@ -228,7 +235,7 @@ TEST(OnnxConformance, NodeTestsThatPassedBeforeStillPass) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   std::ostringstream report;
-  report << "# ONNX backend node tests\n\n"
+  report << "# ONNX backend tests: " << suite << "\n\n"
          << "pass " << totals[Outcome::kPass] << " / fail " << totals[Outcome::kFail] << " / unsupported "
          << totals[Outcome::kUnsupported] << " of " << tests.size() << " tests (" << root.string() << ")\n\n"
          << "| test | result | reason |\n|---|---|---|\n";
@@ -238,13 +245,13 @@ TEST(OnnxConformance, NodeTestsThatPassedBeforeStillPass) {
   fs::create_directories(report_path.parent_path());
   std::ofstream(report_path) << report.str();
 
-  std::printf("ONNX node tests: pass %d, fail %d, unsupported %d of %zu in %.1f s; report: %s\n",
+  std::printf("ONNX %s tests: pass %d, fail %d, unsupported %d of %zu in %.1f s; report: %s\n", suite.c_str(),
               totals[Outcome::kPass], totals[Outcome::kFail], totals[Outcome::kUnsupported], tests.size(), seconds,
               report_path.c_str());
   int newly_passing = 0;
   for (const auto& [name, result] : results) {
     if (result.outcome == Outcome::kPass && expected.count(name) == 0) {
-      if (newly_passing++ < 20) std::printf("  passes but is not in the expected list: %s\n", name.c_str());
+      if (newly_passing++ < 20) std::printf("  passes but is not in %s: %s\n", expected_path.c_str(), name.c_str());
     }
   }
   for (const std::string& name : expected) {
@@ -257,6 +264,16 @@ TEST(OnnxConformance, NodeTestsThatPassedBeforeStillPass) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Suites, OnnxConformance,
+                         ::testing::Values("node", "pytorch-converted", "pytorch-operator", "simple"),
+                         [](const ::testing::TestParamInfo<std::string>& suite_info) {
+                           std::string name = suite_info.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace weir

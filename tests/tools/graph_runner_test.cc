@@ -238,7 +238,8 @@ TEST(GraphRunner, RandomInputsOfHugeDeclaredInputsAreRefused) {
     Result r = run("run " + (dir / (name + ".weir")).string() + " --random-inputs");
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
     if (name == "huge") {
-      expect_error(r, "--random-inputs input 'x' f32[1048576,1048576,200] needs 879609302220800 bytes, over the limit");
+      expect_error(r, "file '" + (dir / "huge.weir").string() +
+                          "': --random-inputs input 'x' f32[1048576,1048576,200] needs 879609302220800 bytes, over the limit");
     } else {
       expect_error(r, "graph input 'x' has a shape whose element count overflows 64 bits");  // refused at load
     }

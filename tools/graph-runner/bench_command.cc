@@ -37,7 +37,7 @@ void bench(const BenchArgs& args) {
   std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
   std::shared_ptr<const Plan> plan = load_runnable(args.model, *ops, args.passes);
   // Inputs not given with -i are seeded random values: a benchmark needs no data.
-  std::map<std::string, Tensor> feeds = model_inputs(plan->graph(), args.inputs, /*random_rest=*/true);
+  std::map<std::string, Tensor> feeds = model_inputs(plan->graph(), args.model, args.inputs, /*random_rest=*/true);
   SessionOptions options;
   options.inter_op_threads = args.threads;
   Session session(plan, options);

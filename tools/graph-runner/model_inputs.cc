@@ -46,7 +46,8 @@ Tensor random_input(const Value& input, uint64_t seed) {
 
 }  // namespace
 
-std::map<std::string, Tensor> model_inputs(const Graph& graph, const std::vector<std::string>& specs, bool random_rest) {
+std::map<std::string, Tensor> model_inputs(const Graph& graph, const std::string& model_file,
+                                           const std::vector<std::string>& specs, bool random_rest) {
   std::map<std::string, Tensor> feeds;
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');
@@ -58,7 +59,8 @@ std::map<std::string, Tensor> model_inputs(const Graph& graph, const std::vector
     if (input == nullptr || input->kind() != ValueKind::kInput) {
       std::string names;
       for (const Value* v : graph.inputs()) names += (names.empty() ? "" : ", ") + v->name() + ": " + v->type().to_string();
-      throw Error(ErrorKind::kInvalidArgument, "-i '" + spec + "': the model has no input '" + name + "' (inputs: " + names + ")");
+      throw Error(ErrorKind::kInvalidArgument, "-i '" + spec + "': the model has no input '" + name + "' (inputs: " + names + ")")
+          .with_file(model_file);
     }
     // .pb: a serialized ONNX TensorProto (as in ONNX test data); else .npy.
     std::filesystem::path file = spec.substr(eq + 1);
@@ -70,9 +72,14 @@ std::map<std::string, Tensor> model_inputs(const Graph& graph, const std::vector
     if (!random_rest) {
       throw Error(ErrorKind::kInvalidArgument, "input '" + input->name() + "' (" + input->type().to_string() +
                                                    ") is not given; pass -i " + input->name() +
-                                                   "=FILE.npy or --random-inputs");
+                                                   "=FILE.npy or --random-inputs")
+          .with_file(model_file);
     }
-    feeds[input->name()] = random_input(*input, seed++);
+    try {
+      feeds[input->name()] = random_input(*input, seed++);
+    } catch (Error& error) {
+      throw error.with_file(model_file);
+    }
   }
   return feeds;
 }

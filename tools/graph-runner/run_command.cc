@@ -44,7 +44,7 @@ void run(const RunArgs& args) {
   std::shared_ptr<const Plan> plan = load_runnable(args.model, *ops, args.passes);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
   const Graph& graph = plan->graph();
-  std::map<std::string, Tensor> feeds = model_inputs(graph, args.inputs, args.random_inputs);
+  std::map<std::string, Tensor> feeds = model_inputs(graph, args.model, args.inputs, args.random_inputs);
   SessionOptions options;
   options.inter_op_threads = args.threads;
   Session session(plan, options);

@@ -63,7 +63,7 @@ void verify(const VerifyArgs& args) {
   std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
   std::unique_ptr<Graph> graph = load_graph(args.model, *ops);
   infer_graph_types(*graph, ops->ops);
-  std::map<std::string, Tensor> feeds = model_inputs(*graph, args.inputs, /*random_rest=*/true);
+  std::map<std::string, Tensor> feeds = model_inputs(*graph, args.model, args.inputs, /*random_rest=*/true);
   EvaluateOptions evaluate{.kernels = &ops->kernels, .allocator = nullptr};
   const std::vector<Tensor> reference = evaluate_graph(*graph, feeds, evaluate);
   std::vector<Tensor> previous = reference;

@@ -51,6 +51,7 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   result.total_steps = trainer.step();
   result.ms_per_step = stats.ms_per_step;
   result.last_loss = stats.last_loss;
+  result.losses = stats.losses;
   for (const DeviceMemoryStats& device : session.memory_stats()) result.peak_memory_bytes += device.stats.peak_bytes;
   result.training = step;
 

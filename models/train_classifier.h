@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "frontend/optim/optimizer.h"
 #include "models/zoo.h"
@@ -44,6 +45,7 @@ struct ClassifierTrainingResult {
   int64_t total_steps = 0;     // the step count after it (includes resumed steps)
   double ms_per_step = 0;
   double last_loss = 0;
+  std::vector<double> losses;  // every step's loss (this call's steps)
   double test_accuracy = -1;   // -1 without a test set
   int64_t peak_memory_bytes = 0;  // the allocators' peaks during training, summed over devices
   TrainingGraph training{};       // what minimize() made of the step (AMP, recompute figures)

@@ -73,6 +73,7 @@ TrainStats Trainer::run_steps(int64_t steps) {
     ++stats.steps;
     loss_sum += loss;
     stats.last_loss = loss;
+    stats.losses.push_back(loss);
     if (log != nullptr) progress.update(step_, {{"loss", loss}});
     if (!options_.checkpoint.empty() && options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
       save(options_.checkpoint);

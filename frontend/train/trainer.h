@@ -43,6 +43,7 @@ struct TrainStats {
   double ms_per_step = 0;
   double last_loss = 0;
   double mean_loss = 0;    // over this call's steps
+  std::vector<double> losses;  // every step's loss, in order, this call's steps
 };
 
 class Trainer {

@@ -49,7 +49,16 @@ struct TrainArgs {
   std::string recompute;
   std::string memory_budget;
   int data_parallel = 1;
+  bool print_losses = false;
 };
+
+// Result lines. Losses carry 9 significant digits (a float's round trip), so
+// two runs' lines compare exactly.
+void print_losses(const std::vector<double>& losses, int64_t first_step) {
+  for (size_t i = 0; i < losses.size(); ++i) {
+    std::printf("step %lld loss: %.9g\n", static_cast<long long>(first_step + static_cast<int64_t>(i)), losses[i]);
+  }
+}
 
 Strategy strategy_of(const TrainArgs& args) {
   Strategy strategy;
@@ -214,8 +223,9 @@ void train_graph(const TrainArgs& args) {
     save_model(model, args.save);
     std::cerr << "saved the trained training graph to " << args.save << "\n";
   }
+  if (args.print_losses) print_losses(stats.losses, trainer.step() - stats.steps + 1);
   std::printf("steps: %lld\n", static_cast<long long>(trainer.step()));
-  std::printf("final_loss: %.4f\n", stats.last_loss);
+  std::printf("final_loss: %.9g\n", stats.last_loss);
   std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
   int64_t peak = 0;
   for (const DeviceMemoryStats& device : session.memory_stats()) peak += device.stats.peak_bytes;
@@ -295,8 +305,9 @@ void train(const TrainArgs& args) {
     std::cerr << "saved the trained model to " << args.save << "\n";
   }
   report_strategy(result.training, options.strategy);
+  if (args.print_losses) print_losses(result.losses, result.total_steps - result.steps + 1);
   std::printf("steps: %lld\n", static_cast<long long>(result.total_steps));
-  std::printf("final_loss: %.4f\n", result.last_loss);
+  std::printf("final_loss: %.9g\n", result.last_loss);
   std::printf("ms_per_step: %.3f\n", result.ms_per_step);
   std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(result.peak_memory_bytes));
   if (result.test_accuracy >= 0) std::printf("test_accuracy: %.4f\n", result.test_accuracy);
@@ -306,8 +317,8 @@ void train(const TrainArgs& args) {
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model (mlp, lenet, resnet18, resnet50, bert) on a dataset");
-  auto* model = cmd->add_option("--model", args->model, "mlp, lenet, resnet18, resnet50 or bert");
+  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model (mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert) on a dataset");
+  auto* model = cmd->add_option("--model", args->model, "mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet or bert");
   cmd->add_option("--graph", args->graph,
                   "train a saved training-step graph instead (inputs: data, 'lr', 'step'; loss first output)")
       ->excludes(model);
@@ -338,6 +349,8 @@ void add_train_command(CLI::App& app) {
                   "replicate the step on N virtual CPU devices (cpu:0..N-1), each on batch/N examples, gradients "
                   "averaged by AllReduce nodes in the graph (default 1)")
       ->check(CLI::Range(1, 64));
+  cmd->add_flag("--print-losses", args->print_losses,
+                "print every step's loss ('step N loss: X', 9 significant digits) before the result lines");
   cmd->add_option("--mlp-layers", args->mlp_layers, "mlp: hidden layers (default 1)")->check(CLI::PositiveNumber);
   cmd->add_option("--mlp-width", args->mlp_width, "mlp: hidden width (default 256)")->check(CLI::PositiveNumber);
   cmd->add_option("--save", args->save, "write the trained inference model (.weir / .weirtxt) here");

@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "core/communicator.h"
+#include "core/stream.h"
 #include "core/device.h"
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -64,6 +65,13 @@ class KernelContext {
   Communicator* communicator() const { return communicator_; }
   void set_communicator(Communicator* communicator) { communicator_ = communicator; }
 
+  // The stream this step runs on; nullptr outside a runtime (a kernel run
+  // directly by a test or the reference evaluator runs on the host, at once).
+  // A kernel that enqueues device work enqueues it here; the runtime
+  // completes the step by this stream's event, not by compute() returning.
+  Stream* stream() const { return stream_; }
+  void set_stream(Stream* stream) { stream_ = stream; }
+
   // The run's random stream: a runtime that owns RNG state (a Session) gives
   // every kernel of one run the same counter and advances it per run, so
   // random ops replay exactly from a saved state. Unset outside such a
@@ -92,6 +100,7 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   Allocator& allocator_;
   Communicator* communicator_ = nullptr;
+  Stream* stream_ = nullptr;
   std::optional<uint64_t> rng_counter_;
   std::vector<PlannedBuffer> planned_;
 };

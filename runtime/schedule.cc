@@ -13,6 +13,21 @@ namespace weir {
 
 namespace {
 
+// The backend stream a schedule stream named `name` on `device` runs on
+// (StreamInfo::id), given the streams made so far.
+StreamId backend_stream_of(const std::string& name, const Device& device, const std::vector<StreamInfo>& streams) {
+  if (name == kComputeStream) return {StreamKind::kCompute, 0};
+  try {
+    return StreamId::parse(name);
+  } catch (const Error&) {
+  }
+  int next = 1;
+  for (const StreamInfo& stream : streams) {
+    if (stream.device == device && stream.id.kind == StreamKind::kCompute) next = std::max(next, stream.id.index + 1);
+  }
+  return {StreamKind::kCompute, next};
+}
+
 bool is_collective(const Node* node, const OpRegistry& registry) {
   const OpSchema* schema = registry.find(node->op_type(), node->domain());
   return schema != nullptr && schema->has(OpTrait::kCollective);
@@ -233,7 +248,10 @@ Schedule build_schedule(const Graph& graph, const std::vector<Device>& devices, 
     }
     auto key = std::make_pair(node->device()->to_string(), name);
     auto [it, inserted] = stream_index.emplace(key, static_cast<int>(schedule.streams.size()));
-    if (inserted) schedule.streams.push_back({*node->device(), name, name != kComputeStream, {}});
+    if (inserted) {
+      schedule.streams.push_back({*node->device(), name, backend_stream_of(name, *node->device(), schedule.streams),
+                                  name != kComputeStream, {}});
+    }
     ScheduleStep step;
     step.node = node;
     step.device = *node->device();

@@ -26,6 +26,7 @@
 #include "core/device.h"
 #include "core/graph.h"
 #include "core/op_schema.h"
+#include "core/stream.h"
 
 namespace weir {
 
@@ -35,6 +36,11 @@ inline constexpr const char* kCommStream = "comm";
 struct StreamInfo {
   Device device;
   std::string name;
+  // The backend stream it runs on: "compute" is compute 0; a name StreamId
+  // parses ("comm", "comm:1", "copy") is that stream; any other name (such as
+  // recomputation's) is a further compute stream of its device, numbered
+  // from 1 in order of first use.
+  StreamId id;
   bool in_order = false;    // compute streams are not: ready steps run concurrently
   std::vector<int> steps;   // in global order
 };

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/error.h"
+#include "runtime/cpu_backend.h"
 #include "runtime/in_process_communicator.h"
 
 namespace weir {
@@ -88,7 +89,17 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
     throw Error(ErrorKind::kInvalidArgument,
                 "inter_op_threads must be at least 1, got " + std::to_string(options_.inter_op_threads));
   }
-  for (const Device& device : plan_->devices()) allocators_.push_back(&device_caching_allocator(device));
+  for (const Device& device : plan_->devices()) {
+    allocators_.push_back(&device_caching_allocator(device));
+    if (options_.make_backend) {
+      backends_.push_back(options_.make_backend(device, *allocators_.back()));
+      if (!backends_.back() || backends_.back()->device() != device) {
+        throw Error(ErrorKind::kInvalidArgument, "SessionOptions::make_backend gave no backend for " + device.to_string());
+      }
+    } else {
+      backends_.push_back(make_cpu_backend(device, *allocators_.back(), options_.step_timeout));
+    }
+  }
   if (plan_->has_collectives()) make_communicators();
 
   const Graph& graph = plan_->graph();
@@ -120,6 +131,9 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
   }
 
   const Schedule& schedule = plan_->schedule();
+  for (const StreamInfo& stream : schedule.streams) {
+    streams_.push_back(&backends_[plan_->rank_of(stream.device)]->stream(stream.id));
+  }
   stream_runs_.resize(schedule.streams.size());
   for (size_t s = 0; s < schedule.streams.size(); ++s) stream_cv_.push_back(std::make_unique<std::condition_variable>());
   for (int w = 1; w < options_.inter_op_threads; ++w) threads_.emplace_back([this] { worker_loop(); });
@@ -307,8 +321,11 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   std::vector<Tensor> inputs;
   inputs.reserve(input_indices.size());
   for (int index : input_indices) inputs.push_back(index >= 0 ? run.values[index] : Tensor());
-  Allocator& allocator = *allocators_[rank];
+  Backend& backend = *backends_[rank];
+  Allocator& allocator = backend.allocator();
+  Stream& stream = *streams_[s.stream];
   KernelContext ctx(node, std::move(inputs), allocator);
+  ctx.set_stream(&stream);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[rank].get());
   ctx.set_rng_counter(run.rng_counter);
   const MemoryPlan& memory = *run.memory;
@@ -322,7 +339,8 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
 
   Profiler* profiler = run.options->profiler;
   int64_t start = profiler != nullptr ? profiler->now_ns() : 0;
-  plan_->kernel(step).compute(ctx);
+  OpKernel& kernel = plan_->kernel(step);
+  stream.launch([&kernel, &ctx] { kernel.compute(ctx); })->synchronize(options_.step_timeout, node.name());
   int64_t end = profiler != nullptr ? profiler->now_ns() : 0;
 
   int64_t bytes = 0;
@@ -347,8 +365,8 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
     run.values[output_indices[o]] = std::move(tensor);
   }
   if (profiler != nullptr) {
-    const StreamInfo& stream = plan_->schedule().streams[s.stream];
-    profiler->record({node.name(), node.op_type(), s.device.to_string(), stream.name, track, start, end - start, bytes});
+    const StreamInfo& info = plan_->schedule().streams[s.stream];
+    profiler->record({node.name(), node.op_type(), s.device.to_string(), info.name, track, start, end - start, bytes});
   }
   // Drop this step's dead inputs, and outputs nobody reads.
   for (int index : input_indices) {

@@ -15,6 +15,13 @@
 // a blocking collective overlaps the computation of every device. Device i of
 // the plan is rank i of an in-process communicator group.
 //
+// Each device of the plan has a Backend (core/backend.h): the CPU backend
+// unless SessionOptions::make_backend says otherwise. A step is launched on
+// its backend stream (StreamInfo::id), with that stream in its
+// KernelContext, and is complete when the stream's event says so, not when
+// the kernel's compute() returns: a backend whose streams run work later (a
+// GPU's) needs no change here.
+//
 // Memory comes from the process's caching allocator of each device
 // (device_caching_allocator), so returned tensors outlive the session; the
 // statistics memory_stats() reports are that allocator's, process-wide.
@@ -33,6 +40,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/communicator.h"
 #include "core/tensor.h"
 #include "runtime/caching_allocator.h"
@@ -54,6 +63,12 @@ struct SessionOptions {
   int inter_op_threads = 1;
   // How long a collective waits for the other devices before failing.
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(2)};
+  // How long the executor waits for one step's event before failing the run
+  // with kDevice naming the node (longer than a collective may wait).
+  std::chrono::milliseconds step_timeout{std::chrono::minutes(10)};
+  // The backend of each device, given the device's caching allocator; unset:
+  // the CPU backend (runtime/cpu_backend.h) for CPU devices.
+  std::function<std::unique_ptr<Backend>(const Device& device, Allocator& allocator)> make_backend;
 };
 
 struct RunOptions {
@@ -123,6 +138,8 @@ class Session {
   std::mutex memory_mutex_;
   std::map<SymbolBindings, std::shared_ptr<const MemoryPlan>> memory_plans_;
   std::vector<CachingAllocator*> allocators_;                  // by rank
+  std::vector<std::unique_ptr<Backend>> backends_;             // by rank
+  std::vector<Stream*> streams_;                               // by schedule stream: its backend stream
   std::vector<std::shared_ptr<Communicator>> communicators_;   // by rank; empty without collectives
   std::vector<Tensor> state_;                                  // by plan value index; persistent values only
   mutable std::mutex state_mutex_;

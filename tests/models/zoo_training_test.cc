@@ -1,6 +1,9 @@
 // Every zoo model, small: it builds, learns a fixed batch, and its trained
 // inference graph saves as a .weir model and exports as an ONNX model that
-// both load and run to the in-memory graph's results. Under ASan+UBSan (the
+// both load and run to the in-memory graph's results. On the asynchronous
+// test backend (streams on their own threads, completion by event) each
+// model infers and trains on two data-parallel devices to the CPU
+// backend's results bit for bit. Under ASan+UBSan (the
 // sanitize preset) this is the zoo's sanitizer sweep: training, saving,
 // exporting, importing and running each model.
 #include <gtest/gtest.h>
@@ -18,6 +21,7 @@
 #include "models/zoo.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
+#include "tests/async_host_backend.h"
 #include "tests/test_util.h"
 
 namespace weir {
@@ -84,6 +88,69 @@ void learns_a_fixed_batch_and_saves(const std::string& name, const models::ZooOp
   }
 }
 
+// Random examples of the model's input for `batch` rows, and labels.
+std::pair<Tensor, Tensor> random_batch(const models::ClassifierGraph& model, const models::ZooOptions& zoo, int64_t batch,
+                                       uint64_t seed) {
+  std::vector<int64_t> sizes = {batch};
+  sizes.insert(sizes.end(), model.example_shape.begin(), model.example_shape.end());
+  Tensor x(model.input_dtype, sizes);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    if (model.input_dtype == DType::kInt64) {
+      x.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.vocab));
+    } else {
+      x.data<float>()[i] = static_cast<float>(rng() % 1000) / 1000.0f;
+    }
+  }
+  Tensor y(DType::kInt64, {batch});
+  for (int64_t i = 0; i < batch; ++i) y.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.classes));
+  return {x, y};
+}
+
+SessionOptions async_backend() {
+  SessionOptions options;
+  options.make_backend = [](const Device& device, Allocator& allocator) {
+    return testing::make_async_host_backend(device, allocator);
+  };
+  return options;
+}
+
+void runs_and_trains_on_an_async_backend(const std::string& name, const models::ZooOptions& zoo, int64_t batch) {
+  // Inference.
+  models::ClassifierGraph infer = models::build_classifier(name, 0, false, zoo);
+  auto [x, y] = random_batch(infer, zoo, batch, 5);
+  std::shared_ptr<const Plan> inference = compile(*infer.graph);
+  std::vector<Tensor> expected = Session(inference).run({{infer.input, x}});
+  std::vector<Tensor> got = Session(inference, async_backend()).run({{infer.input, x}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].bitwise_equal(expected[0])) << name << " inference";
+
+  // Three Adam steps, data parallel over two devices: AllReduce nodes on the
+  // communication streams of two backends.
+  models::ClassifierGraph train = models::build_classifier(name, batch / 2, true, zoo);
+  Strategy strategy;
+  strategy.data_parallel.replicas = 2;
+  TrainingGraph info = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam}, strategy);
+  CompileOptions compile_options;
+  compile_options.devices = info.devices;
+  std::shared_ptr<const Plan> step = compile(*train.graph, compile_options);
+  Session cpu(step), async(step, async_backend());
+  for (int64_t number = 1; number <= 3; ++number) {
+    std::map<std::string, Tensor> feeds = {{train.input, x},
+                                           {train.labels, y},
+                                           {info.lr_input, Tensor::scalar<float>(2e-3f)},
+                                           {info.step_input, Tensor::scalar<int64_t>(number)}};
+    std::vector<Tensor> a = cpu.run(feeds), b = async.run(feeds);
+    ASSERT_FALSE(a.empty());
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_TRUE(b[0].bitwise_equal(a[0])) << name << " loss of step " << number << ": " << b[0].data<float>()[0]
+                                          << " vs " << a[0].data<float>()[0];
+  }
+  for (const std::string& parameter : info.parameters) {
+    EXPECT_TRUE(async.state(parameter).bitwise_equal(cpu.state(parameter))) << name << " parameter " << parameter;
+  }
+}
+
 struct ZooCase {
   std::string name;
   models::ZooOptions options;
@@ -94,6 +161,10 @@ class Zoo : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(Zoo, LearnsSavesExportsAndRuns) {
   learns_a_fixed_batch_and_saves(GetParam().name, GetParam().options, GetParam().batch);
+}
+
+TEST_P(Zoo, RunsAndTrainsOnAnAsyncBackendBitForBit) {
+  runs_and_trains_on_an_async_backend(GetParam().name, GetParam().options, GetParam().batch);
 }
 
 // Small enough for the sanitizer suite; images 28x28 grey for the Fashion-MNIST

@@ -1,0 +1,186 @@
+// A second backend for tests: host memory, but every stream runs its work
+// later, on a thread of its own, and completes it by event, as a GPU's
+// streams do. A runtime that takes "launch() returned" for "done" reads
+// outputs that are not yet written and fails with this backend; one that
+// waits on events gets the CPU backend's results bit for bit.
+//
+//   SessionOptions options;
+//   options.make_backend = [](const Device& d, Allocator& a) { return testing::make_async_host_backend(d, a); };
+//   Session session(plan, options);
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/backend.h"
+#include "core/error.h"
+
+namespace weir::testing {
+
+class AsyncEvent final : public Event {
+ public:
+  bool query() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+  void synchronize(std::chrono::milliseconds timeout, const std::string& what) const override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
+      throw Error(ErrorKind::kDevice, what + " did not complete within " + std::to_string(timeout.count()) + " ms");
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+  void complete(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+      error_ = std::move(error);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+class AsyncHostStream final : public Stream {
+ public:
+  AsyncHostStream(Device device, StreamId id) : device_(device), id_(id), thread_([this] { serve(); }) {}
+  ~AsyncHostStream() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  Device device() const override { return device_; }
+  StreamId id() const override { return id_; }
+
+  std::shared_ptr<Event> launch(std::function<void()> work) override { return enqueue(std::move(work)); }
+  std::shared_ptr<Event> record() override { return enqueue(nullptr); }
+  void wait(std::shared_ptr<Event> event) override {
+    enqueue([event] { event->synchronize(std::chrono::minutes(1), "an event the stream waits on"); });
+  }
+  int64_t launched() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launched_;
+  }
+
+ private:
+  struct Item {
+    std::function<void()> work;
+    std::shared_ptr<AsyncEvent> done;
+  };
+
+  std::shared_ptr<Event> enqueue(std::function<void()> work) {
+    auto done = std::make_shared<AsyncEvent>();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (work) ++launched_;
+      queue_.push_back({std::move(work), done});
+    }
+    cv_.notify_all();
+    return done;
+  }
+
+  // Drains the queue before stopping, so no event is left incomplete.
+  void serve() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      // Later than the launch, on purpose: the launching thread has moved on.
+      std::this_thread::yield();
+      std::exception_ptr error;
+      try {
+        if (item.work) item.work();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      item.done->complete(error);
+      lock.lock();
+    }
+  }
+
+  Device device_;
+  StreamId id_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool stopping_ = false;
+  int64_t launched_ = 0;
+  std::thread thread_;
+};
+
+class AsyncHostBackend final : public Backend {
+ public:
+  AsyncHostBackend(Device device, Allocator& allocator) : device_(device), allocator_(allocator) {}
+
+  Device device() const override { return device_; }
+  Allocator& allocator() override { return allocator_; }
+  Stream& stream(StreamId id) override { return async_stream(id); }
+  AsyncHostStream& async_stream(StreamId id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<AsyncHostStream>& stream = streams_[id];
+    if (!stream) stream = std::make_unique<AsyncHostStream>(device_, id);
+    return *stream;
+  }
+  // Kernels this backend's streams have run, over all streams.
+  int64_t launched() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t total = 0;
+    for (const auto& [id, stream] : streams_) total += stream->launched();
+    return total;
+  }
+
+  std::shared_ptr<Event> copy(const Tensor& source, Tensor& destination, Stream& stream) override {
+    if (source.dtype() != destination.dtype() || source.num_elements() != destination.num_elements()) {
+      throw Error(ErrorKind::kInvalidArgument, "copy: " + source.type_string() + " into " + destination.type_string());
+    }
+    Tensor from = source, to = destination;  // the handles keep the memory alive until the copy has run
+    return stream.launch([from, to] {
+      if (from.nbytes() > 0) std::memmove(to.raw_data(), from.raw_data(), from.nbytes());
+    });
+  }
+  std::shared_ptr<Event> fill_zero(Tensor& tensor, Stream& stream) override {
+    Tensor target = tensor;
+    return stream.launch([target] {
+      if (target.nbytes() > 0) std::memset(target.raw_data(), 0, target.nbytes());
+    });
+  }
+  void synchronize(std::chrono::milliseconds timeout) override {
+    std::vector<std::shared_ptr<Event>> events;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& [id, stream] : streams_) events.push_back(stream->record());
+    }
+    for (const auto& event : events) event->synchronize(timeout, device_.to_string() + " synchronize");
+  }
+
+ private:
+  Device device_;
+  Allocator& allocator_;
+  mutable std::mutex mutex_;
+  std::map<StreamId, std::unique_ptr<AsyncHostStream>> streams_;
+};
+
+inline std::unique_ptr<Backend> make_async_host_backend(const Device& device, Allocator& allocator) {
+  return std::make_unique<AsyncHostBackend>(device, allocator);
+}
+
+}  // namespace weir::testing

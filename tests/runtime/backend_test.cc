@@ -1,0 +1,220 @@
+// Backends, streams and events: stream names, the CPU backend (work at once,
+// errors carried by events, copies and fills against memcpy/memset), the
+// asynchronous test backend (launch returns before the work is done; events
+// time out with kDevice), and the session on that backend: the same results
+// bit for bit, failures named, every step launched on its stream.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
+
+#include "core/error.h"
+#include "ops/graph_evaluator.h"
+#include "runtime/cpu_backend.h"
+#include "runtime/session.h"
+#include "tests/async_host_backend.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace weir {
+namespace {
+
+using testing::random_tensor;
+using namespace std::chrono_literals;
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(StreamId, NamesRoundTripAndBadNamesAreRefused) {
+  for (const char* name : {"compute", "comm", "comm:3", "copy", "compute:2"}) {
+    EXPECT_EQ(StreamId::parse(name).to_string(), name);
+  }
+  EXPECT_EQ(StreamId::parse("comm:1"), (StreamId{StreamKind::kCommunication, 1}));
+  EXPECT_EQ(StreamId::parse("comm:0").to_string(), "comm");
+  for (const char* bad : {"", "gpu", "comm:", "comm:-1", "comm:x", "comm:1:2", "Compute"}) {
+    std::string error = error_of([&] { StreamId::parse(bad); });
+    EXPECT_NE(error.find("expected compute, comm or copy"), std::string::npos) << bad << ": " << error;
+  }
+}
+
+TEST(CpuBackend, RunsWorkAtOnceAndEventsCarryErrors) {
+  std::unique_ptr<Backend> cpu = make_cpu_backend(Device::cpu(1), cpu_allocator());
+  EXPECT_EQ(cpu->device(), Device::cpu(1));
+  Stream& comm = cpu->stream({StreamKind::kCommunication, 1});
+  EXPECT_EQ(&comm, &cpu->stream({StreamKind::kCommunication, 1}));
+  EXPECT_NE(&comm, &cpu->stream({StreamKind::kCommunication, 0}));
+  EXPECT_EQ(comm.id().to_string(), "comm:1");
+  EXPECT_EQ(comm.device(), Device::cpu(1));
+  int ran = 0;
+  std::shared_ptr<Event> done = comm.launch([&] { ++ran; });
+  EXPECT_EQ(ran, 1);  // before anyone waits: host streams run work at once
+  EXPECT_TRUE(done->query());
+  done->synchronize(1s);
+  std::shared_ptr<Event> failed = comm.launch([] { throw Error(ErrorKind::kShape, "bad shape in the kernel"); });
+  EXPECT_TRUE(failed->query());
+  EXPECT_NE(error_of([&] { failed->synchronize(1s); }).find("bad shape in the kernel"), std::string::npos);
+  comm.record()->synchronize(1s);  // an error stays with its own event
+  EXPECT_NE(error_of([] { make_cpu_backend(Device::cuda(0), cpu_allocator()); }).find("cannot serve device cuda:0"),
+            std::string::npos);
+}
+
+TEST(CpuBackend, CopiesAndFillsLikeMemcpyAndMemset) {
+  std::unique_ptr<Backend> cpu = make_cpu_backend(Device::cpu(), cpu_allocator());
+  Stream& copy = cpu->stream({StreamKind::kCopy, 0});
+  for (int64_t n : {0, 1, 7, 1000}) {
+    Tensor source = random_tensor({n}, static_cast<uint32_t>(n + 1));
+    Tensor destination = random_tensor({n}, 99);
+    cpu->copy(source, destination, copy)->synchronize(1s);
+    EXPECT_TRUE(destination.bitwise_equal(source)) << n;
+    cpu->fill_zero(destination, copy)->synchronize(1s);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(destination.data<float>()[i], 0.0f) << n;
+  }
+  Tensor a = random_tensor({4}, 1), b = random_tensor({5}, 2);
+  EXPECT_NE(error_of([&] { cpu->copy(a, b, copy); }).find("f32[4] and destination f32[5] differ"), std::string::npos);
+}
+
+TEST(AsyncHostBackend, LaunchReturnsBeforeTheWorkIsDoneAndEventsTimeOut) {
+  testing::AsyncHostBackend backend(Device::cpu(), cpu_allocator());
+  Stream& stream = backend.stream({StreamKind::kCompute, 0});
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> order{0};
+  std::shared_ptr<Event> first = stream.launch([&] {
+    gate.wait();
+    order = order * 10 + 1;
+  });
+  std::shared_ptr<Event> second = stream.launch([&] { order = order * 10 + 2; });
+  EXPECT_FALSE(first->query());
+  auto start = std::chrono::steady_clock::now();
+  std::string error = error_of([&] { second->synchronize(50ms, "node 'late'"); });
+  EXPECT_NE(error.find("node 'late' did not complete within 50 ms"), std::string::npos) << error;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  release.set_value();
+  second->synchronize(10s);
+  EXPECT_EQ(order.load(), 12);  // in launch order
+  // One stream waits on another's event.
+  Stream& other = backend.stream({StreamKind::kCommunication, 0});
+  std::promise<void> release_other;
+  std::shared_future<void> other_gate = release_other.get_future().share();
+  std::atomic<bool> produced{false};
+  std::shared_ptr<Event> producer = stream.launch([&] {
+    other_gate.wait();
+    produced = true;
+  });
+  other.wait(producer);
+  std::atomic<bool> saw{false};
+  std::shared_ptr<Event> consumer = other.launch([&] { saw = produced.load(); });
+  release_other.set_value();
+  consumer->synchronize(10s);
+  EXPECT_TRUE(saw.load());
+}
+
+SessionOptions async_options() {
+  SessionOptions options;
+  options.make_backend = [](const Device& device, Allocator& allocator) {
+    return testing::make_async_host_backend(device, allocator);
+  };
+  return options;
+}
+
+TEST(SessionOnAnAsyncBackend, GivesTheCpuBackendsResultsBitForBit) {
+  auto g = testing::resnet_style_graph(3, 8, 16);
+  Tensor x = random_tensor({1, 3, 16, 16}, 1);
+  std::shared_ptr<const Plan> plan = compile(*g);
+  std::vector<Tensor> expected = Session(plan).run({{"x", x}});
+  SessionOptions options = async_options();
+  testing::AsyncHostBackend* backend = nullptr;
+  options.make_backend = [&backend](const Device& device, Allocator& allocator) {
+    auto made = std::make_unique<testing::AsyncHostBackend>(device, allocator);
+    backend = made.get();
+    return made;
+  };
+  options.inter_op_threads = 2;
+  Session session(plan, options);
+  for (int run = 0; run < 3; ++run) {
+    std::vector<Tensor> got = session.run({{"x", x}});
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwise_equal(expected[i])) << "run " << run;
+  }
+  // Every step of every run went through the backend's streams.
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->launched(), 3 * static_cast<int64_t>(plan->schedule().steps.size()));
+}
+
+TEST(SessionOnAnAsyncBackend, CollectivesAndAFailingKernelAreNamed) {
+  // Device 1 gathers with a fed index, then both devices all-reduce.
+  Graph g("failing");
+  Value* data = g.add_input("data", {DType::kFloat32, Shape{4, 3}});
+  Value* index = g.add_input("index", {DType::kInt64, Shape{4}});
+  Node* early = g.add_node("Relu", {data}, 1, {}, "early");
+  early->set_device(Device::cpu(0));
+  Node* r0 = g.add_node("AllReduce", {early->output(0)}, 1, {{"tag", Attribute(std::string("sum"))}}, "reduce0");
+  r0->set_device(Device::cpu(0));
+  Node* gather = g.add_node("Gather", {data, index}, 1, {}, "bad_gather");
+  gather->set_device(Device::cpu(1));
+  Node* r1 = g.add_node("AllReduce", {gather->output(0)}, 1, {{"tag", Attribute(std::string("sum"))}}, "reduce1");
+  r1->set_device(Device::cpu(1));
+  g.add_output(r0->output(0));
+  g.add_output(r1->output(0));
+  CompileOptions compile_options;
+  compile_options.devices = {Device::cpu(0), Device::cpu(1)};
+  std::shared_ptr<const Plan> plan = compile(g, compile_options);
+  Tensor d = random_tensor({4, 3}, 2);
+  Tensor good = Tensor::from_vector<int64_t>({3, 2, 1, 0}, {4});
+  std::vector<Tensor> expected = Session(plan).run({{"data", d}, {"index", good}});
+  SessionOptions options = async_options();
+  options.collective_timeout = std::chrono::seconds(60);
+  Session session(plan, options);
+  std::vector<Tensor> got = session.run({{"data", d}, {"index", good}});
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwise_equal(expected[i])) << i;
+  auto start = std::chrono::steady_clock::now();
+  std::string error = error_of([&] { session.run({{"data", d}, {"index", Tensor::from_vector<int64_t>({0, 1, 2, 9}, {4})}}); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  EXPECT_NE(error.find("bad_gather"), std::string::npos) << error;
+  EXPECT_NE(error.find("cpu:1"), std::string::npos) << error;
+  got = session.run({{"data", d}, {"index", good}});
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwise_equal(expected[i])) << "after the failure, " << i;
+}
+
+TEST(SessionOnAnAsyncBackend, AStepThatOverrunsItsTimeoutFailsNamingTheNode) {
+  // A backend whose streams never run anything: every step overruns.
+  struct StuckStream final : Stream {
+    Device device() const override { return Device::cpu(); }
+    StreamId id() const override { return {}; }
+    std::shared_ptr<Event> launch(std::function<void()>) override { return std::make_shared<testing::AsyncEvent>(); }
+    std::shared_ptr<Event> record() override { return std::make_shared<testing::AsyncEvent>(); }
+    void wait(std::shared_ptr<Event>) override {}
+  };
+  struct StuckBackend final : Backend {
+    StuckStream stuck;
+    Device device() const override { return Device::cpu(); }
+    Allocator& allocator() override { return cpu_allocator(); }
+    Stream& stream(StreamId) override { return stuck; }
+    std::shared_ptr<Event> copy(const Tensor&, Tensor&, Stream&) override { return completed_event(); }
+    std::shared_ptr<Event> fill_zero(Tensor&, Stream&) override { return completed_event(); }
+    void synchronize(std::chrono::milliseconds) override {}
+  };
+  Graph g("one");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{3}});
+  g.add_output(g.add_node("Relu", {x}, 1, {}, "stuck_relu")->output(0));
+  SessionOptions options;
+  options.step_timeout = 100ms;
+  options.make_backend = [](const Device&, Allocator&) { return std::make_unique<StuckBackend>(); };
+  Session session(compile(g), options);
+  auto start = std::chrono::steady_clock::now();
+  std::string error = error_of([&] { session.run({{"x", random_tensor({3}, 1)}}); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_NE(error.find("stuck_relu"), std::string::npos) << error;
+  EXPECT_NE(error.find("did not complete within 100 ms"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace weir

@@ -13,7 +13,11 @@ namespace weir {
 // (a SumToShape node), or `grad` itself when `broadcast` is false.
 Value* sum_to_input_shape(GradientContext& ctx, Value* grad, size_t index, bool broadcast);
 
-// A scalar constant of `dtype` holding `value`, added to the graph.
+// A scalar constant of `dtype` holding `value`, added to the graph. Throws
+// weir::Error(kInvalidArgument) naming the value and dtype when an integer
+// dtype cannot hold it (NaN, infinite, out of range): such values come from
+// model files (ONNX Pad and Clip attributes), and converting them is
+// undefined behaviour.
 Value* scalar_constant(Graph& graph, DType dtype, double value, const std::string& name_prefix);
 
 }  // namespace weir

@@ -1,6 +1,7 @@
 #include "runtime/plan_file.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -309,6 +310,18 @@ class PlanReader {
   [[noreturn]] static void fail(const std::string& message) { throw Error(ErrorKind::kFormat, message); }
 
  private:
+  // The flatbuffers 2.0 verifier checks a vector's length word for 4-byte
+  // alignment but not its elements': a [long] or [double] vector of a
+  // crafted file may start 4 bytes off 8, and reading it would be a
+  // misaligned load. Flatbuffers' own builder always aligns them.
+  template <typename T>
+  static const flatbuffers::Vector<T>* aligned(const flatbuffers::Vector<T>* vector, const std::string& what) {
+    if (vector != nullptr && reinterpret_cast<uintptr_t>(vector->data()) % alignof(T) != 0) {
+      fail(what + " is not aligned to " + std::to_string(alignof(T)) + " bytes in the plan table");
+    }
+    return vector;
+  }
+
   static size_t index(int64_t i, size_t size, const char* what) {
     if (i < 0 || static_cast<uint64_t>(i) >= size) {
       fail(std::string(what) + " index " + std::to_string(i) + " is out of range (" + std::to_string(size) + ")");
@@ -339,7 +352,7 @@ class PlanReader {
     DType dtype = static_cast<DType>(data.dtype());
     std::vector<int64_t> sizes;
     uint64_t elements = 1;
-    if (data.sizes()) {
+    if (aligned(data.sizes(), "the sizes of the tensor of '" + what + "'")) {
       for (int64_t s : *data.sizes()) {
         if (s < 0 || (s > 0 && elements > std::numeric_limits<uint64_t>::max() / 64 / static_cast<uint64_t>(s))) {
           fail("tensor of '" + what + "' has a bad size");
@@ -366,9 +379,12 @@ class PlanReader {
       case AttrType::kFloat: return Attribute(a.f());
       case AttrType::kString: return Attribute(a.s() ? a.s()->str() : std::string());
       case AttrType::kInts:
-        return Attribute(a.ints() ? std::vector<int64_t>(a.ints()->begin(), a.ints()->end()) : std::vector<int64_t>{});
+        return Attribute(aligned(a.ints(), "the ints of an " + what) ? std::vector<int64_t>(a.ints()->begin(), a.ints()->end())
+                                                                     : std::vector<int64_t>{});
       case AttrType::kFloats:
-        return Attribute(a.floats() ? std::vector<double>(a.floats()->begin(), a.floats()->end()) : std::vector<double>{});
+        return Attribute(aligned(a.floats(), "the floats of an " + what)
+                             ? std::vector<double>(a.floats()->begin(), a.floats()->end())
+                             : std::vector<double>{});
       case AttrType::kStrings: {
         std::vector<std::string> strings;
         if (a.strings()) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "core/allocation_limits.h"
@@ -427,6 +428,34 @@ TEST(OnnxImport, OldClipAndSplitAttributesBecomeInputs) {
   EXPECT_EQ(parts[0].sizes(), (std::vector<int64_t>{2}));
   EXPECT_EQ(parts[1].sizes(), (std::vector<int64_t>{4}));
   EXPECT_EQ(to_doubles(parts[1])[0], in[2]);
+}
+
+// Old Pad and Clip carry float attributes that become constants of the
+// input's dtype. A value an integer dtype cannot hold (the fuzzer's: Pad of
+// a uint8 tensor with value -2.6e33) is an error naming the value, not an
+// undefined conversion.
+TEST(OnnxImport, AttributeValuesAnIntegerInputCannotHoldAreRefused) {
+  for (float value : {-2.59615e33f, 256.0f, std::numeric_limits<float>::quiet_NaN(), -1.0f}) {
+    ModelBuilder m(2);
+    m.input("x", {2, 3}, onnx::TensorProto::UINT8).output("y");
+    m.graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+    onnx::NodeProto* pad = m.node("Pad", {"x"}, {"y"}, "pad");
+    add_ints(pad, "pads", {0, 1, 0, 1});
+    add_float(pad, "value", value);
+    std::string error = error_of([&] { m.import(); }, ErrorKind::kInvalidArgument);
+    EXPECT_NE(error.find("does not fit u8"), std::string::npos) << value << ": " << error;
+  }
+  ModelBuilder fits(2);
+  fits.input("x", {2, 3}, onnx::TensorProto::UINT8).output("y");
+  fits.graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+  onnx::NodeProto* pad = fits.node("Pad", {"x"}, {"y"}, "pad");
+  add_ints(pad, "pads", {0, 1, 0, 1});
+  add_float(pad, "value", 255.0f);
+  Tensor x(DType::kUInt8, {2, 3});
+  std::vector<Tensor> y = evaluate_graph(*fits.import().graph, {{"x", x}});
+  ASSERT_EQ(y[0].sizes(), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(y[0].data<uint8_t>()[0], 255);
+  EXPECT_EQ(y[0].data<uint8_t>()[1], 0);
 }
 
 TEST(OnnxImport, DimParamBecomesASymbolicDim) {

@@ -111,6 +111,53 @@ TEST(PlanFile, TruncatedAndCorruptedFilesAreRejected) {
   }
 }
 
+// Flatbuffers 2.0's verifier checks only 4-byte alignment of a vector's
+// length word, so a crafted plan can point a [long] vector 4 bytes off 8
+// (the fuzzer's finding): the reader refuses it instead of reading the
+// int64 sizes misaligned. The test saves a plan with one constant of sizes
+// [1, 41] and moves the offset to its sizes vector 4 bytes on: the length
+// word is then the low half of 1, and the one element starts 4 bytes off 8.
+TEST(PlanFile, MisalignedVectorsAreRefused) {
+  ScratchDir dir;
+  Graph g("constant");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{1, 41}});
+  Value* c = g.add_constant("c", random_tensor({1, 41}, 3));
+  g.add_output(g.add_node("Add", {x, c}, 1, {}, "add")->output(0));
+  infer_graph_types(g, default_op_registry());
+  save_plan(*compile(g), dir / "good.weirplan");
+  std::string bytes = read_file(dir / "good.weirplan", size_t{1} << 30);
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  // The sizes vector: length 2, then 1 and 41 as int64.
+  std::string pattern(20, '\0');
+  pattern[0] = 2;
+  pattern[4] = 1;
+  pattern[12] = 41;
+  size_t vector = bytes.find(pattern);
+  ASSERT_NE(vector, std::string::npos);
+  int patched = 0;
+  for (size_t at = 0; at + 4 <= vector; at += 4) {
+    if (at + u32(at) == vector) {
+      uint32_t moved = u32(at) + 4;
+      std::memcpy(bytes.data() + at, &moved, 4);
+      ++patched;
+    }
+  }
+  ASSERT_EQ(patched, 1);
+  write_file_atomically(dir / "misaligned.weirplan", bytes);
+  try {
+    load_plan(dir / "misaligned.weirplan");
+    FAIL() << "a misaligned vector loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kFormat) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not aligned to 8 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("misaligned.weirplan"), std::string::npos) << e.what();
+  }
+}
+
 // A plan's arena size comes from the file: one larger than its slots reach,
 // or past the allocation caps, is refused at load, where the file is named,
 // instead of being allocated when a session starts. And a FIFO in place of

@@ -35,7 +35,16 @@ class AsyncEvent final : public Event {
     if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
       throw Error(ErrorKind::kDevice, what + " did not complete within " + std::to_string(timeout.count()) + " ms");
     }
-    if (error_) std::rethrow_exception(error_);
+    if (!error_) return;
+    // The waiter gets its own copy of a weir::Error. The stored exception is
+    // freed by whichever thread drops the event last, through libstdc++'s
+    // exception refcount, which ThreadSanitizer cannot see; a waiter reading
+    // it after dropping the event would look like a race.
+    try {
+      std::rethrow_exception(error_);
+    } catch (const Error& error) {
+      throw Error(error);
+    }
   }
   void complete(std::exception_ptr error) {
     {

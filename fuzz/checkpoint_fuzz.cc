@@ -24,7 +24,7 @@ weir::Session& session() {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  weir::fuzz::set_fuzz_allocation_limits();
+  weir::fuzz::prepare_fuzz_process();
   session();
   return 0;
 }

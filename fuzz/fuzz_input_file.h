@@ -14,7 +14,10 @@
 #include <fstream>
 #include <string>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "core/allocation_limits.h"
+#include "core/logging.h"
 
 namespace weir::fuzz {
 
@@ -44,11 +47,19 @@ class FuzzInputFile {
   std::filesystem::path path_;
 };
 
+// What every target's LLVMFuzzerInitialize does.
+//
 // Caps well below libFuzzer's -malloc_limit_mb (fuzz/run.sh passes 512): a
 // loader that allocates before checking what it declares against these caps
 // trips libFuzzer's malloc limit and is a finding.
-inline void set_fuzz_allocation_limits() {
+//
+// Logs off: protobuf's parser reports every string field that is not UTF-8
+// and Weir warns about unknown opsets, a line per input (tens of MB per
+// 30-minute run); findings are crashes and sanitizer reports, not logs.
+inline void prepare_fuzz_process() {
   set_allocation_limits({uint64_t{64} << 20, uint64_t{256} << 20});
+  google::protobuf::SetLogHandler(nullptr);
+  set_log_level(spdlog::level::err);
 }
 
 }  // namespace weir::fuzz

@@ -12,7 +12,7 @@
 #include "fuzz/fuzz_input_file.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  weir::fuzz::set_fuzz_allocation_limits();
+  weir::fuzz::prepare_fuzz_process();
   return 0;
 }
 

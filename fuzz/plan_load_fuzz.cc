@@ -9,7 +9,7 @@
 #include "runtime/plan_file.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  weir::fuzz::set_fuzz_allocation_limits();
+  weir::fuzz::prepare_fuzz_process();
   return 0;
 }
 

@@ -313,10 +313,11 @@ class PlanReader {
   // The flatbuffers 2.0 verifier checks a vector's length word for 4-byte
   // alignment but not its elements': a [long] or [double] vector of a
   // crafted file may start 4 bytes off 8, and reading it would be a
-  // misaligned load. Flatbuffers' own builder always aligns them.
+  // misaligned load. Flatbuffers' own builder aligns every non-empty one
+  // (an empty one, such as a scalar's sizes, may sit anywhere: nothing is read).
   template <typename T>
   static const flatbuffers::Vector<T>* aligned(const flatbuffers::Vector<T>* vector, const std::string& what) {
-    if (vector != nullptr && reinterpret_cast<uintptr_t>(vector->data()) % alignof(T) != 0) {
+    if (vector != nullptr && vector->size() > 0 && reinterpret_cast<uintptr_t>(vector->data()) % alignof(T) != 0) {
       fail(what + " is not aligned to " + std::to_string(alignof(T)) + " bytes in the plan table");
     }
     return vector;

@@ -42,7 +42,10 @@ Shape reshape_result(const Shape& input, const std::vector<int64_t>& shape, bool
     for (size_t i = 0; i < dims.size(); ++i) {
       if (static_cast<int>(i) == inferred_axis) continue;
       if (dims[i].is_static()) {
-        known *= dims[i].size();
+        // The entries come from the model: their product may not fit.
+        if (__builtin_mul_overflow(known, dims[i].size(), &known)) {
+          ctx.fail("shape " + format_sizes(shape) + " has entries whose product does not fit 64 bits");
+        }
       } else {
         all_static = false;
       }

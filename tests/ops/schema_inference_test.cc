@@ -128,5 +128,28 @@ TEST(ShapeInference, ConvAndPoolGeometryRefusesHugeNumbers) {
   EXPECT_EQ(infer("Conv", {x, w}, {{"strides", Attribute(std::vector<int64_t>{2, 2})}}).shape, (Shape{1, 1, 3, 3}));
 }
 
+// Reshape's -1 entry divides the element count by the product of the other
+// entries, which come from the model (the ONNX fuzzer's finding:
+// 270479860432897 * 131327 overflowed).
+TEST(ShapeInference, ReshapeRefusesEntriesWhoseProductOverflows) {
+  Graph g("g");
+  Value* x = g.add_input("x", f32(Shape{2, 3}));
+  for (const std::vector<int64_t>& entries :
+       {std::vector<int64_t>{-1, 270479860432897, 131327}, std::vector<int64_t>{int64_t{1} << 62, 4, -1}}) {
+    Value* shape = g.add_constant(g.unique_name("shape"), Tensor::from_vector(entries, {3}));
+    Node* node = g.add_node("Reshape", {x, shape}, 1, {}, g.unique_name("reshape"));
+    try {
+      infer_output_types(*node, default_op_registry().get("Reshape"));
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kShape) << e.what();
+      EXPECT_NE(std::string(e.what()).find("product does not fit 64 bits"), std::string::npos) << e.what();
+    }
+  }
+  Value* shape = g.add_constant("fine", Tensor::from_vector(std::vector<int64_t>{3, -1}, {2}));
+  Node* node = g.add_node("Reshape", {x, shape}, 1, {}, "fine_reshape");
+  EXPECT_EQ(infer_output_types(*node, default_op_registry().get("Reshape")).at(0).shape, (Shape{3, 2}));
+}
+
 }  // namespace
 }  // namespace weir

@@ -27,18 +27,15 @@
 namespace weir {
 namespace {
 
-// A few steps of Adam on one fixed random batch must lower the loss, and the
-// trained inference graph must round-trip through a .weir file.
-void learns_a_fixed_batch_and_saves(const std::string& name, const models::ZooOptions& zoo, int64_t batch) {
-  models::ClassifierGraph train = models::build_classifier(name, batch, true, zoo);
-  TrainingGraph info = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam});
-  Session session(compile(*train.graph));
+// Random examples of the model's input for `batch` rows, and labels.
+std::pair<Tensor, Tensor> random_batch(const models::ClassifierGraph& model, const models::ZooOptions& zoo, int64_t batch,
+                                       uint64_t seed) {
   std::vector<int64_t> sizes = {batch};
-  sizes.insert(sizes.end(), train.example_shape.begin(), train.example_shape.end());
-  Tensor x(train.input_dtype, sizes);
-  std::mt19937_64 rng(3);
+  sizes.insert(sizes.end(), model.example_shape.begin(), model.example_shape.end());
+  Tensor x(model.input_dtype, sizes);
+  std::mt19937_64 rng(seed);
   for (int64_t i = 0; i < x.num_elements(); ++i) {
-    if (train.input_dtype == DType::kInt64) {
+    if (model.input_dtype == DType::kInt64) {
       x.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.vocab));
     } else {
       x.data<float>()[i] = static_cast<float>(rng() % 1000) / 1000.0f;
@@ -46,6 +43,16 @@ void learns_a_fixed_batch_and_saves(const std::string& name, const models::ZooOp
   }
   Tensor y(DType::kInt64, {batch});
   for (int64_t i = 0; i < batch; ++i) y.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.classes));
+  return {x, y};
+}
+
+// A few steps of Adam on one fixed random batch must lower the loss, and the
+// trained inference graph must round-trip through a .weir file and an ONNX export.
+void learns_a_fixed_batch_and_saves(const std::string& name, const models::ZooOptions& zoo, int64_t batch) {
+  models::ClassifierGraph train = models::build_classifier(name, batch, true, zoo);
+  TrainingGraph info = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam});
+  Session session(compile(*train.graph));
+  auto [x, y] = random_batch(train, zoo, batch, 3);
   double first = 0, last = 0;
   for (int64_t step = 1; step <= 8; ++step) {
     std::map<std::string, Tensor> feeds = {{train.input, x},
@@ -86,25 +93,6 @@ void learns_a_fixed_batch_and_saves(const std::string& name, const models::ZooOp
   for (int64_t i = 0; i < in_memory[0].num_elements(); ++i) {
     ASSERT_NEAR(actual[i], expected[i], 1e-4 + 1e-4 * std::abs(expected[i])) << name << " ONNX logit " << i;
   }
-}
-
-// Random examples of the model's input for `batch` rows, and labels.
-std::pair<Tensor, Tensor> random_batch(const models::ClassifierGraph& model, const models::ZooOptions& zoo, int64_t batch,
-                                       uint64_t seed) {
-  std::vector<int64_t> sizes = {batch};
-  sizes.insert(sizes.end(), model.example_shape.begin(), model.example_shape.end());
-  Tensor x(model.input_dtype, sizes);
-  std::mt19937_64 rng(seed);
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    if (model.input_dtype == DType::kInt64) {
-      x.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.vocab));
-    } else {
-      x.data<float>()[i] = static_cast<float>(rng() % 1000) / 1000.0f;
-    }
-  }
-  Tensor y(DType::kInt64, {batch});
-  for (int64_t i = 0; i < batch; ++i) y.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.classes));
-  return {x, y};
 }
 
 SessionOptions async_backend() {

@@ -20,17 +20,9 @@
 namespace weir {
 namespace {
 
+using testing::error_of;
 using testing::random_tensor;
 using namespace std::chrono_literals;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(StreamId, NamesRoundTripAndBadNamesAreRefused) {
   for (const char* name : {"compute", "comm", "comm:3", "copy", "compute:2"}) {

@@ -1,13 +1,15 @@
-// Graphs the runtime tests share: gradients through the autodiff pass, and
-// builders for an MLP and a ResNet-style conv net.
+// Graphs and helpers the runtime tests share: gradients through the autodiff
+// pass, builders for an MLP and a ResNet-style conv net, and error_of.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/error.h"
 #include "core/graph.h"
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
@@ -15,6 +17,16 @@
 #include "tests/test_util.h"
 
 namespace weir::testing {
+
+// The message of the weir::Error `fn` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline Tensor random_tensor(std::vector<int64_t> sizes, uint32_t seed, float scale = 1.0f) {
   int64_t n = 1;

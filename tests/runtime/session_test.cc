@@ -14,21 +14,13 @@
 namespace weir {
 namespace {
 
+using weir::testing::error_of;
 using weir::testing::random_tensor;
 using weir::testing::resnet_style_graph;
 
 void expect_bitwise(const std::vector<Tensor>& got, const std::vector<Tensor>& expected) {
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwise_equal(expected[i])) << "output " << i;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(Session, RunsAResNetStyleGraphLikeTheReferenceEvaluator) {

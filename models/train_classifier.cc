@@ -7,6 +7,7 @@
 #include "frontend/data/data_loader.h"
 #include "frontend/train/evaluate.h"
 #include "frontend/train/trainer.h"
+#include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 
@@ -15,22 +16,21 @@ namespace weir::models {
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
                                           const Tensor& train_labels, const Tensor* test_examples,
                                           const Tensor* test_labels) {
-  // With data parallelism the graph is one replica's, on its share of the batch.
-  const int replicas = std::max(options.strategy.data_parallel.replicas,
-                                static_cast<int>(options.strategy.data_parallel.devices.size()));
-  if (replicas > 1 && options.batch % replicas != 0) {
+  // With data parallelism the graph is one rank's program, on its share of
+  // the batch; the ranks are threads of this process (an in-process world).
+  const int ranks = options.strategy.data_parallel.ranks;
+  if (ranks < 1 || options.batch % ranks != 0) {
     throw Error(ErrorKind::kInvalidArgument, "the batch of " + std::to_string(options.batch) +
-                                                 " does not split evenly over " + std::to_string(replicas) +
-                                                 " data-parallel replicas");
+                                                 " does not split evenly over " + std::to_string(ranks) +
+                                                 " data-parallel ranks");
   }
-  ClassifierGraph train =
-      build_classifier(options.model, replicas > 1 ? options.batch / replicas : options.batch, /*training=*/true, options.zoo);
+  ClassifierGraph train = build_classifier(options.model, options.batch / ranks, /*training=*/true, options.zoo);
   TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, options.strategy);
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
-  CompileOptions compile_options;
-  compile_options.devices = step.devices;
-  Session session(compile(*train.graph, compile_options), session_options);
+  // One rank is a world of one: the same path, with nothing to average.
+  auto world = std::make_unique<InProcessRanks>(compile(*train.graph), ranks, session_options);
+  Session& session = world->session(0);
 
   auto dataset = std::make_shared<TensorDataset>(std::vector<Tensor>{train_examples, train_labels});
   DataLoader loader(dataset, {.batch_size = options.batch, .shuffle = true, .drop_last = true,
@@ -41,9 +41,9 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   trainer_options.log = options.log;
   trainer_options.checkpoint = options.checkpoint;
   trainer_options.checkpoint_every = options.checkpoint_every;
-  Trainer trainer(session, step, loader, trainer_options);
+  Trainer trainer(*world, step, loader, trainer_options);
   if (!options.resume.empty()) trainer.resume(options.resume);
-  session.reset_peak_memory();
+  for (int r = 0; r < ranks; ++r) world->session(r).reset_peak_memory();
   TrainStats stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
 
   ClassifierTrainingResult result;
@@ -52,7 +52,12 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   result.ms_per_step = stats.ms_per_step;
   result.last_loss = stats.last_loss;
   result.losses = stats.losses;
-  for (const DeviceMemoryStats& device : session.memory_stats()) result.peak_memory_bytes += device.stats.peak_bytes;
+  for (int r = 0; r < ranks; ++r) {
+    for (const DeviceMemoryStats& device : world->session(r).memory_stats()) {
+      result.peak_memory_bytes += device.stats.peak_bytes;
+    }
+  }
+  if (ranks > 1) result.ranks = std::move(world);
   result.training = step;
 
   ClassifierGraph infer = build_classifier(options.model, 0, /*training=*/false, options.zoo);

@@ -20,6 +20,7 @@
 
 #include "frontend/optim/optimizer.h"
 #include "models/zoo.h"
+#include "runtime/in_process_ranks.h"
 
 namespace weir::models {
 
@@ -50,6 +51,9 @@ struct ClassifierTrainingResult {
   int64_t peak_memory_bytes = 0;  // the allocators' peaks during training, summed over devices
   TrainingGraph training{};       // what minimize() made of the step (AMP, recompute figures)
   std::unique_ptr<Graph> inference_graph{};  // symbolic batch, trained weights baked in
+  // Data parallel: the ranks that trained, each with its own copy of the
+  // state (to compare them); nullptr with one rank.
+  std::unique_ptr<InProcessRanks> ranks{};
 };
 
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,

@@ -42,7 +42,7 @@ Plan::Plan(std::unique_ptr<Graph> graph, std::vector<Device> devices, Schedule s
   }
 }
 
-int Plan::rank_of(const Device& device) const {
+int Plan::device_index(const Device& device) const {
   auto it = std::find(devices_.begin(), devices_.end(), device);
   if (it == devices_.end()) throw Error(ErrorKind::kInvalidArgument, device.to_string() + " is not a device of this plan");
   return static_cast<int>(it - devices_.begin());

@@ -61,8 +61,9 @@ class Plan {
 
   const Graph& graph() const { return *graph_; }
   const std::vector<Device>& devices() const { return devices_; }
-  // The communicator rank of `device` (its index in devices()).
-  int rank_of(const Device& device) const;
+  // The index of `device` in devices(): its rank in the in-process group of
+  // a plan that holds several devices.
+  int device_index(const Device& device) const;
   const Schedule& schedule() const { return schedule_; }
   const MemoryPlan& memory() const { return memory_; }
   const OpRegistry* replan_registry() const { return replan_; }

@@ -255,7 +255,8 @@ Schedule build_schedule(const Graph& graph, const std::vector<Device>& devices, 
     ScheduleStep step;
     step.node = node;
     step.device = *node->device();
-    step.rank = rank_of(devices, step.device);
+    step.device_index = rank_of(devices, step.device);
+    step.collective = collective;
     const OpSchema* schema = registry.find(node->op_type(), node->domain());
     step.output_views_input = schema != nullptr && schema->has(OpTrait::kViewOfInput);
     step.stream = it->second;

@@ -48,8 +48,10 @@ struct StreamInfo {
 struct ScheduleStep {
   Node* node = nullptr;
   Device device;
-  int rank = 0;                    // index of `device` in the plan's devices: its communicator rank
+  int device_index = 0;            // index of `device` in the plan's devices (its rank when the plan
+                                   // holds several devices of an in-process group)
   bool output_views_input = false; // the op has kViewOfInput: output 0 may be input 0's memory
+  bool collective = false;         // the op has kCollective
   int stream = 0;                  // index into Schedule::streams
   std::vector<int> predecessors;   // steps that must finish first: data, control and stream order
   std::vector<int> successors;     // the reverse edges

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/error.h"
+#include "runtime/collective_check.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/in_process_communicator.h"
 
@@ -41,7 +42,8 @@ bool in_arena(const Session::RunState& run, const void* data) {
 }
 
 // The kernel's error with where it happened added: node, device and rank.
-Error located(std::exception_ptr error, const Node& node, const Device& device, int rank, bool several_devices) {
+// `rank` < 0: the process runs one rank only, so there is none to name.
+Error located(std::exception_ptr error, const Node& node, const Device& device, int rank) {
   std::string where = " (" + node.op_type() + " on " + device.to_string() + ")";
   try {
     std::rethrow_exception(error);
@@ -49,7 +51,7 @@ Error located(std::exception_ptr error, const Node& node, const Device& device, 
     Error out(e.kind(), e.message() + where);
     if (!e.file().empty()) out.with_file(e.file());
     if (e.rank() >= 0) out.with_rank(e.rank());
-    else if (several_devices) out.with_rank(rank);
+    else if (rank >= 0) out.with_rank(rank);
     out.with_node(e.node().empty() ? node.name() : e.node());
     return out;
   } catch (const std::bad_alloc&) {
@@ -89,7 +91,20 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
     throw Error(ErrorKind::kInvalidArgument,
                 "inter_op_threads must be at least 1, got " + std::to_string(options_.inter_op_threads));
   }
-  for (const Device& device : plan_->devices()) {
+  devices_ = plan_->devices();
+  if (options_.world) {
+    const Device mine = options_.world->device();
+    if (devices_.size() != 1 || devices_[0].type != mine.type) {
+      std::string held;
+      for (const Device& device : devices_) held += (held.empty() ? "" : ", ") + device.to_string();
+      throw Error(ErrorKind::kInvalidArgument, "a plan run as one rank of a world is that rank's program, on one device "
+                                               "of the world's type (" + mine.to_string() + " for " +
+                                               options_.world->description() + "); this plan holds " + held)
+          .with_rank(options_.world->rank());
+    }
+    devices_[0] = mine;
+  }
+  for (const Device& device : devices_) {
     allocators_.push_back(&device_caching_allocator(device));
     if (options_.make_backend) {
       backends_.push_back(options_.make_backend(device, *allocators_.back()));
@@ -100,7 +115,11 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
       backends_.push_back(make_cpu_backend(device, *allocators_.back(), options_.step_timeout));
     }
   }
-  if (plan_->has_collectives()) make_communicators();
+  if (options_.world) {
+    communicators_ = {options_.world->communicator()};
+  } else if (plan_->has_collectives()) {
+    make_communicators();
+  }
 
   const Graph& graph = plan_->graph();
   for (const Value* input : graph.inputs()) {
@@ -132,7 +151,18 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
 
   const Schedule& schedule = plan_->schedule();
   for (const StreamInfo& stream : schedule.streams) {
-    streams_.push_back(&backends_[plan_->rank_of(stream.device)]->stream(stream.id));
+    streams_.push_back(&backends_[plan_->device_index(stream.device)]->stream(stream.id));
+  }
+  // Before any thread starts: a mismatch throws out of the constructor.
+  if (options_.world) {
+    try {
+      check_collectives_match(collective_signature(*plan_), *options_.world->communicator());
+    } catch (const Error& e) {
+      // A rank that never gets here (its plan failed to load) makes the
+      // others time out in this exchange, naming the collective's tag.
+      throw Error(e.kind(), "at session start: " + e.message())
+          .with_rank(options_.world->rank());
+    }
   }
   stream_runs_.resize(schedule.streams.size());
   for (size_t s = 0; s < schedule.streams.size(); ++s) stream_cv_.push_back(std::make_unique<std::condition_variable>());
@@ -187,9 +217,40 @@ std::shared_ptr<const MemoryPlan> Session::memory_for(const std::map<std::string
   return planned;
 }
 
+void Session::abort_collectives(const std::string& reason) {
+  if (options_.world) {
+    options_.world->abort(reason);
+  } else if (!communicators_.empty()) {
+    communicators_.front()->abort(reason);
+  }
+}
+
+int Session::rank_of_step(const ScheduleStep& step) const {
+  if (options_.world) return options_.world->size() > 1 ? options_.world->rank() : -1;
+  return plan_->devices().size() > 1 ? step.device_index : -1;
+}
+
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, const RunOptions& options) {
+  if (!options_.world || options_.world->size() == 1) return run_once(feeds, options);
+  const int rank = options_.world->rank();
+  try {
+    return run_once(feeds, options);
+  } catch (Error& e) {
+    // The peers would wait for this rank's collectives until they time out:
+    // fail them now, with the reason (the first abort's reason is kept, so
+    // a rank that fails because a peer aborted does not rename the cause).
+    abort_collectives("rank " + std::to_string(rank) + " failed: " + e.what());
+    e.with_rank(rank);
+    throw;
+  } catch (const std::exception& e) {
+    abort_collectives("rank " + std::to_string(rank) + " failed: " + e.what());
+    throw;
+  }
+}
+
+std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds, const RunOptions& options) {
   std::unique_lock<std::mutex> serial(collective_run_mutex_, std::defer_lock);
-  if (plan_->has_collectives()) serial.lock();
+  if (!communicators_.empty()) serial.lock();
 
   const Graph& graph = plan_->graph();
   const Schedule& schedule = plan_->schedule();
@@ -229,8 +290,8 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, con
   run.cursor.assign(schedule.streams.size(), 0);
   run.memory = memory_for(feeds);
   for (const DeviceArena& arena : run.memory->arenas) {
-    int rank = plan_->rank_of(arena.device);
-    run.arenas.push_back(arena.bytes > 0 ? std::make_shared<Storage>(*allocators_[rank], static_cast<size_t>(arena.bytes))
+    const int index = plan_->device_index(arena.device);
+    run.arenas.push_back(arena.bytes > 0 ? std::make_shared<Storage>(*allocators_[index], static_cast<size_t>(arena.bytes))
                                          : nullptr);
   }
 
@@ -258,7 +319,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, con
     }
   }
   if (run.failed) {
-    if (!communicators_.empty()) make_communicators();  // the old group was aborted
+    if (!communicators_.empty() && !options_.world) make_communicators();  // the old group was aborted
     std::rethrow_exception(run.error);
   }
   std::vector<Tensor> outputs;
@@ -315,19 +376,22 @@ void Session::execute(RunState& run, int step) {
 void Session::run_step(RunState& run, int step, const std::string& track) {
   const ScheduleStep& s = plan_->schedule().steps[step];
   const Node& node = *s.node;
-  const int rank = s.rank;
+  const int device = s.device_index;
   const std::vector<int>& input_indices = plan_->step_inputs(step);
   const std::vector<int>& output_indices = plan_->step_outputs(step);
   std::vector<Tensor> inputs;
   inputs.reserve(input_indices.size());
   for (int index : input_indices) inputs.push_back(index >= 0 ? run.values[index] : Tensor());
-  Backend& backend = *backends_[rank];
+  Backend& backend = *backends_[device];
   Allocator& allocator = backend.allocator();
   Stream& stream = *streams_[s.stream];
   KernelContext ctx(node, std::move(inputs), allocator);
   ctx.set_stream(&stream);
-  if (!communicators_.empty()) ctx.set_communicator(communicators_[rank].get());
-  ctx.set_rng_counter(run.rng_counter);
+  if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get());
+  // Ranks of a world run one program: their random ops draw from streams
+  // apart by the rank (rank 0's is a one-rank session's).
+  const uint64_t rank = options_.world ? static_cast<uint64_t>(options_.world->rank()) : 0;
+  ctx.set_rng_counter(run.rng_counter ^ (rank << 40));
   const MemoryPlan& memory = *run.memory;
   for (size_t o = 0; o < node.num_outputs(); ++o) {
     const BufferSlot* slot = node.output(o) != nullptr ? memory.find(node.output(o)) : nullptr;
@@ -366,7 +430,7 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   }
   if (profiler != nullptr) {
     const StreamInfo& info = plan_->schedule().streams[s.stream];
-    profiler->record({node.name(), node.op_type(), s.device.to_string(), info.name, track, start, end - start, bytes});
+    profiler->record({node.name(), node.op_type(), devices_[device].to_string(), info.name, track, start, end - start, bytes});
   }
   // Drop this step's dead inputs, and outputs nobody reads.
   for (int index : input_indices) {
@@ -395,8 +459,11 @@ void Session::finish(RunState& run, int step, std::exception_ptr error) {
     if (error) {
       if (!run.failed) {
         run.failed = true;
-        Error e = located(error, *s.node, s.device, s.rank, plan_->devices().size() > 1);
-        reason = std::string("node '") + s.node->name() + "' on " + s.device.to_string() + " failed: " + e.what();
+        const Device& device = devices_[static_cast<size_t>(s.device_index)];
+        const int rank = rank_of_step(s);
+        Error e = located(error, *s.node, device, rank);
+        reason = (rank >= 0 ? "rank " + std::to_string(rank) + ": node '" : std::string("node '")) + s.node->name() +
+                 "' on " + device.to_string() + " failed: " + e.what();
         run.error = std::make_exception_ptr(e);
         abort = !communicators_.empty();
       }
@@ -413,7 +480,7 @@ void Session::finish(RunState& run, int step, std::exception_ptr error) {
   }
   // Outside the lock: wakes the ranks blocked in collectives, whose steps
   // then fail and finish too.
-  if (abort) communicators_.front()->abort(reason);
+  if (abort) abort_collectives(reason);
 }
 
 void Session::worker_loop() {
@@ -461,15 +528,19 @@ void Session::stream_loop(int stream) {
 }
 
 DeviceMemoryStats Session::memory_stats(const Device& device) const {
-  int rank = plan_->rank_of(device);
-  const CachingAllocator& allocator = *allocators_[rank];
+  auto found = std::find(devices_.begin(), devices_.end(), device);
+  if (found == devices_.end()) {
+    throw Error(ErrorKind::kInvalidArgument, device.to_string() + " is not a device this session runs on");
+  }
+  const size_t index = static_cast<size_t>(found - devices_.begin());
+  const CachingAllocator& allocator = *allocators_[index];
   DeviceMemoryStats out;
   out.device = device;
   out.stats = allocator.stats();
   out.cached_bytes = allocator.cached_bytes();
   out.cache_hits = allocator.cache_hits();
   out.system_allocations = allocator.system_allocations();
-  int arena = plan_->memory().arena_of(device);
+  int arena = plan_->memory().arena_of(plan_->devices()[index]);
   out.planned_arena_bytes = arena >= 0 ? plan_->memory().arenas[arena].bytes : 0;
   return out;
 }
@@ -480,7 +551,7 @@ void Session::reset_peak_memory() {
 
 std::vector<DeviceMemoryStats> Session::memory_stats() const {
   std::vector<DeviceMemoryStats> all;
-  for (const Device& device : plan_->devices()) all.push_back(memory_stats(device));
+  for (const Device& device : devices_) all.push_back(memory_stats(device));
   return all;
 }
 

@@ -12,8 +12,18 @@
 // threads (the calling thread is one of them, so the default of one thread
 // runs everything on the caller with no hand-off); each in-order stream
 // ("comm", ...) has its own thread that runs its steps in schedule order, so
-// a blocking collective overlaps the computation of every device. Device i of
-// the plan is rank i of an in-process communicator group.
+// a blocking collective overlaps the computation of every device.
+//
+// Ranks. With SessionOptions::world the plan is one rank's program (one
+// device): the session runs it on the world's device for this rank, its
+// collectives go through the world's communicator, and the construction
+// exchanges the ordered collective list with every rank and refuses a
+// mismatch (runtime/collective_check.h). Every rank of the world creates
+// its session and calls run() for each step; an in-process world of N ranks
+// runs N sessions of one plan on N threads (runtime/in_process_ranks.h).
+// Without a world, a plan that holds several devices runs them all here,
+// device i as rank i of an in-process group (the schedule lines up their
+// collective rounds).
 //
 // Each device of the plan has a Backend (core/backend.h): the CPU backend
 // unless SessionOptions::make_backend says otherwise. A step is launched on
@@ -28,7 +38,10 @@
 //
 // A failing kernel stops the run: no new steps start, blocked collectives
 // are aborted, the steps in flight finish, and run() throws the first error
-// naming the node and device. The session stays usable.
+// naming the node and device. The session stays usable. With a world, any
+// failure of run() (a bad feed too) aborts the world, so every rank's run()
+// throws, naming the failing rank, instead of waiting for it; an aborted
+// world stays aborted (a job restarts its ranks).
 //
 // Concurrency: run() may be called from several threads at once; each run
 // has its own values and arenas. Runs of a plan with collectives are
@@ -51,6 +64,7 @@
 #include "core/backend.h"
 #include "core/communicator.h"
 #include "core/tensor.h"
+#include "core/world.h"
 #include "runtime/caching_allocator.h"
 #include "runtime/plan.h"
 #include "runtime/profiler.h"
@@ -69,6 +83,10 @@ struct SessionOptions {
   // The backend of each device, given the device's caching allocator; unset:
   // the CPU backend (runtime/cpu_backend.h) for CPU devices.
   std::function<std::unique_ptr<Backend>(const Device& device, Allocator& allocator)> make_backend;
+  // The world whose rank this session is; unset: the plan's devices are the
+  // ranks (see above). The plan must then have one device, of the type of
+  // the world's device.
+  std::shared_ptr<World> world;
 };
 
 struct RunOptions {
@@ -96,6 +114,10 @@ class Session {
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds, const RunOptions& options = {});
 
   const Plan& plan() const { return *plan_; }
+  // The devices the plan runs on here: its own, or the world's for this rank.
+  const std::vector<Device>& devices() const { return devices_; }
+  // The world this session is a rank of; nullptr without one.
+  const std::shared_ptr<World>& world() const { return options_.world; }
   DeviceMemoryStats memory_stats(const Device& device) const;
   std::vector<DeviceMemoryStats> memory_stats() const;
   // Starts the devices' peak statistics afresh (e.g. before a measured run).
@@ -120,6 +142,10 @@ class Session {
   };
 
   void make_communicators();
+  std::vector<Tensor> run_once(const std::map<std::string, Tensor>& feeds, const RunOptions& options);
+  // Makes the blocked collectives of every rank fail with `reason`.
+  void abort_collectives(const std::string& reason);
+  int rank_of_step(const ScheduleStep& step) const;
   void make_ready(RunState& run, int step);  // with mutex_ held
   void execute(RunState& run, int step);
   void run_step(RunState& run, int step, const std::string& track);
@@ -137,10 +163,11 @@ class Session {
   bool symbolic_inputs_ = false;
   std::mutex memory_mutex_;
   std::map<SymbolBindings, std::shared_ptr<const MemoryPlan>> memory_plans_;
-  std::vector<CachingAllocator*> allocators_;                  // by rank
-  std::vector<std::unique_ptr<Backend>> backends_;             // by rank
+  std::vector<Device> devices_;                                // by plan device index: where it runs
+  std::vector<CachingAllocator*> allocators_;                  // by plan device index
+  std::vector<std::unique_ptr<Backend>> backends_;             // by plan device index
   std::vector<Stream*> streams_;                               // by schedule stream: its backend stream
-  std::vector<std::shared_ptr<Communicator>> communicators_;   // by rank; empty without collectives
+  std::vector<std::shared_ptr<Communicator>> communicators_;   // by plan device index; empty without collectives
   std::vector<Tensor> state_;                                  // by plan value index; persistent values only
   mutable std::mutex state_mutex_;
   std::atomic<uint64_t> rng_counter_{0};

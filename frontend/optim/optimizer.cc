@@ -239,26 +239,27 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
   }
 
   const DataParallelStrategy& data_parallel = strategy.data_parallel;
-  if (data_parallel.replicas > 1 || data_parallel.devices.size() > 1) {
+  if (data_parallel.ranks < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "minimize: data parallelism needs at least 1 rank, got " +
+                                                 std::to_string(data_parallel.ranks));
+  }
+  if (data_parallel.ranks > 1) {
     DataParallelOptions options;
-    options.devices = data_parallel.devices;
-    if (options.devices.empty()) {
-      for (int r = 0; r < data_parallel.replicas; ++r) options.devices.push_back(Device::cpu(r));
-    } else if (data_parallel.replicas > 1 && static_cast<size_t>(data_parallel.replicas) != options.devices.size()) {
-      throw Error(ErrorKind::kInvalidArgument, "minimize: data parallelism with " +
-                                                   std::to_string(data_parallel.replicas) + " replicas but " +
-                                                   std::to_string(options.devices.size()) + " devices");
+    for (const std::string& name : data_parallel.distributed_parameters) {
+      if (std::find(result.parameters.begin(), result.parameters.end(), name) == result.parameters.end()) {
+        throw Error(ErrorKind::kInvalidArgument, "minimize: the distributed parameter '" + name +
+                                                     "' is not a parameter the loss trains");
+      }
     }
-    for (const Value* grad : raw_grads) options.gradients.push_back(grad->name());
+    for (size_t i = 0; i < trained.size(); ++i) {
+      const bool distributed = data_parallel.distributed_parameters.count(trained[i]->name()) != 0;
+      (distributed ? options.local_gradients : options.gradients).push_back(raw_grads[i]->name());
+    }
     options.loss = loss;
     DataParallel pass(options);
     pass.run(graph, context);
-    result.devices = options.devices;
-    result.replicas = pass.result().replicas;
+    result.ranks = data_parallel.ranks;
     result.allreduces = pass.result().allreduces;
-  } else if (data_parallel.replicas < 1) {
-    throw Error(ErrorKind::kInvalidArgument, "minimize: data parallelism needs at least 1 replica, got " +
-                                                 std::to_string(data_parallel.replicas));
   }
   return result;
 }

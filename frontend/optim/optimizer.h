@@ -57,10 +57,9 @@ struct TrainingGraph {
   int recomputed_nodes = 0;
   int64_t peak_bytes_before_recompute = 0;
   int64_t peak_bytes_after_recompute = 0;
-  // Data parallel: the devices to compile the step for (empty: the default
-  // device), the replicas and the AllReduce nodes added.
-  std::vector<Device> devices{};
-  int replicas = 1;
+  // Data parallel: the ranks the step is each rank's program for (1: not
+  // data parallel) and the AllReduce nodes added.
+  int ranks = 1;
   int allreduces = 0;
 };
 
@@ -73,7 +72,8 @@ struct TrainingGraph {
 // the gradients, skips the update when one overflowed and adapts the scale
 // (ops/optimizer/loss_scaling.h). Recompute (passes/memory) runs last, on
 // the whole step, with the runtime's memory planner as its peak estimate.
-// The data-parallel rewrite (passes/collectives) replicates the result.
+// The data-parallel rewrite (passes/collectives) makes the result every
+// rank's program: its gradients averaged over the world.
 TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,
                        const Strategy& strategy, const OpRegistry& registry);
 TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerConfig& config,

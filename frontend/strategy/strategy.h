@@ -6,7 +6,7 @@
 //   strategy.amp.enabled = true;                     // bf16 on the CPU; fp16 adds loss scaling
 //   strategy.recompute.mode = weir::RecomputeMode::kAuto;
 //   strategy.recompute.memory_budget = int64_t{1} << 30;
-//   strategy.data_parallel.replicas = 2;             // cpu:0 and cpu:1, each on half the batch
+//   strategy.data_parallel.ranks = 2;                // each rank on half the batch
 //   weir::TrainingGraph step = weir::minimize(graph, "loss", {.kind = weir::OptimizerKind::kAdam}, strategy);
 //
 // The same switches on the command line: graph-runner train --amp bf16|fp16
@@ -46,13 +46,16 @@ struct RecomputeStrategy {
 };
 
 // The data-parallel rewrite (passes/collectives/data_parallel.h): the graph
-// given to minimize() is one replica's, built at the per-replica batch; the
-// step's batch inputs take `replicas` times its rows. Compile the step with
-// TrainingGraph::devices. Recompute, when on, is chosen for one replica
-// (its memory budget is per device) before the graph is replicated.
+// given to minimize() is one rank's, built at the per-rank batch, and the
+// step becomes the program every rank of a world of `ranks` runs, with the
+// gradients averaged over the world. Run it with InProcessRanks (ranks as
+// threads) or as the processes of a launched job. Recompute, when on, is
+// chosen for one rank (its memory budget is per device).
 struct DataParallelStrategy {
-  int replicas = 1;               // > 1: replicate the step
-  std::vector<Device> devices{};  // one per replica; empty: cpu:0 .. cpu:replicas-1
+  int ranks = 1;  // > 1: the step is one rank's of this many
+  // Parameters each rank holds its own part of (model-parallel shards):
+  // their gradients are not averaged.
+  std::set<std::string> distributed_parameters{};
 };
 
 struct Strategy {

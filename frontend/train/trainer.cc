@@ -23,6 +23,28 @@ Trainer::Trainer(Session& session, TrainingGraph graph, DataLoader& loader, Trai
   }
 }
 
+Trainer::Trainer(InProcessRanks& ranks, TrainingGraph graph, DataLoader& loader, TrainerOptions options)
+    : Trainer(ranks.session(0), std::move(graph), loader, std::move(options)) {
+  ranks_ = &ranks;
+}
+
+std::vector<Tensor> Trainer::run_step(const std::map<std::string, Tensor>& feeds) {
+  if (ranks_ == nullptr) return session_.run(feeds);
+  const int ranks = ranks_->size();
+  std::vector<std::map<std::string, Tensor>> shares(static_cast<size_t>(ranks), feeds);
+  for (const std::string& name : options_.feeds) {
+    const Tensor& whole = feeds.at(name);
+    const int64_t rows = whole.rank() > 0 ? whole.sizes()[0] : 0;
+    if (rows % ranks != 0) {
+      throw Error(ErrorKind::kInvalidArgument, "trainer: the batch's " + std::to_string(rows) + " rows of '" + name +
+                                                   "' do not split evenly over " + std::to_string(ranks) + " ranks");
+    }
+    const int64_t share = rows / ranks;
+    for (int r = 0; r < ranks; ++r) shares[static_cast<size_t>(r)][name] = whole.slice(r * share, (r + 1) * share);
+  }
+  return ranks_->run(shares).front();
+}
+
 int64_t Trainer::epoch() const { return step_ / loader_.batches_per_epoch(); }
 
 TrainStats Trainer::run_epochs(int64_t epochs) {
@@ -66,7 +88,7 @@ TrainStats Trainer::run_steps(int64_t steps) {
     const int64_t number = step_ + 1;  // the update being applied, from 1
     feeds[graph_.lr_input] = Tensor::scalar<float>(static_cast<float>(options_.lr.at(number)));
     if (!graph_.step_input.empty()) feeds[graph_.step_input] = Tensor::scalar<int64_t>(number);
-    std::vector<Tensor> outputs = session_.run(feeds);
+    std::vector<Tensor> outputs = run_step(feeds);
     double loss = outputs.empty() ? 0 : static_cast<double>(outputs[0].data<float>()[0]);
     ++step_;
     ++loader_step_;
@@ -91,6 +113,9 @@ void Trainer::save(const std::filesystem::path& path) const { save_checkpoint(pa
 
 void Trainer::resume(const std::filesystem::path& path) {
   step_ = load_checkpoint(path, session_);
+  if (ranks_ != nullptr) {
+    for (int r = 1; r < ranks_->size(); ++r) load_checkpoint(path, ranks_->session(r));
+  }
   loader_step_ = -1;
 }
 

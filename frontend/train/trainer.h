@@ -13,6 +13,13 @@
 // The batch order depends only on the loader's seed and the step, and the
 // session's RNG state is checkpointed, so stopping after N steps and
 // resuming gives the same parameters as running straight through.
+//
+// Data parallel in one process: given the InProcessRanks of a data-parallel
+// step (Strategy::data_parallel), each step's batch is split by rows, rank r
+// getting rows [r*b, (r+1)*b), and the ranks run at once; the loss reported
+// is the program's, averaged over the ranks, so it is the whole batch's.
+// Checkpoints hold rank 0's state (every rank's is the same) and resume
+// every rank from it.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +31,7 @@
 #include "frontend/data/data_loader.h"
 #include "frontend/optim/lr_schedule.h"
 #include "frontend/optim/optimizer.h"
+#include "runtime/in_process_ranks.h"
 #include "runtime/session.h"
 
 namespace weir {
@@ -49,6 +57,7 @@ struct TrainStats {
 class Trainer {
  public:
   Trainer(Session& session, TrainingGraph graph, DataLoader& loader, TrainerOptions options);
+  Trainer(InProcessRanks& ranks, TrainingGraph graph, DataLoader& loader, TrainerOptions options);
 
   int64_t step() const { return step_; }  // steps completed
   int64_t epoch() const;                  // the epoch the next step belongs to
@@ -59,7 +68,11 @@ class Trainer {
   void resume(const std::filesystem::path& path);
 
  private:
-  Session& session_;
+  // One step on every rank; returns rank 0's outputs.
+  std::vector<Tensor> run_step(const std::map<std::string, Tensor>& feeds);
+
+  Session& session_;        // rank 0's with InProcessRanks
+  InProcessRanks* ranks_ = nullptr;
   TrainingGraph graph_;
   DataLoader& loader_;
   TrainerOptions options_;

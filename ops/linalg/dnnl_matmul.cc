@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "ops/dnnl_eltwise.h"
 #include "ops/dnnl_packed_weights.h"
+#include "ops/dnnl_scratchpad.h"
 #include "core/half.h"
 
 namespace weir {
@@ -38,6 +39,7 @@ memory::desc matrix_desc(DType dtype, int64_t batch, int64_t rows, int64_t cols,
 struct CachedMatmul {
   std::shared_ptr<dnnl::matmul> primitive;
   memory::desc b_wanted;
+  memory::desc scratchpad;
   PackedWeights packed_b;  // used when B is constant
 };
 
@@ -54,7 +56,7 @@ struct DnnlMatmul::Impl {
     memory::desc b_desc = p.constant_b ? memory::desc(b_plain.dims(), b_plain.data_type(), memory::format_tag::any) : b_plain;
     memory::desc a_desc = matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a);
     memory::desc c_desc = matrix_desc(p.dtype, p.batch, p.m, p.n, false);
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = user_scratchpad();
     if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
     if (!p.activation.none()) {
       dnnl::post_ops ops;
@@ -72,6 +74,7 @@ struct DnnlMatmul::Impl {
     auto created = std::make_shared<CachedMatmul>();
     created->primitive = std::make_shared<dnnl::matmul>(*pd);
     created->b_wanted = pd->weights_desc();
+    created->scratchpad = pd->scratchpad_desc();
     primitives.emplace(p.key(), created);
     return created;
   }
@@ -89,6 +92,7 @@ struct DnnlMatmul::Impl {
       args.emplace(DNNL_ARG_BIAS, memory(memory::desc({1, 1, p.n}, dnnl_type(p.dtype), memory::format_tag::abc), engine,
                                          const_cast<void*>(bias)));
     }
+    args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(cached->scratchpad, engine));
     cached->primitive->execute(stream, args);
     stream.wait();
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/dnnl_scratchpad.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/nn/dnnl_softmax.h"
 #include "ops/shape_inference.h"
@@ -88,6 +89,7 @@ using dnnl::memory;
 struct AttentionPrimitives {
   dnnl::matmul scores, context;
   memory::desc q, k_t, s, v, y, mask;
+  memory::desc scores_scratchpad, context_scratchpad;
 };
 
 class AttentionKernel final : public OpKernel {
@@ -148,10 +150,14 @@ class AttentionKernel final : public OpKernel {
         args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                      memory(p->mask, engine_, static_cast<char*>(mask->raw_data()) + mask_offset));
       }
+      args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(p->scores_scratchpad, engine_));
       p->scores.execute(stream, args);
       stream.wait();
       softmax_.forward(q.dtype(), AxisSplit{heads_ * seq, seq, 1}, /*log=*/false, scores.raw_data(), scores.raw_data());
-      p->context.execute(stream, {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_WEIGHTS, v_mem}, {DNNL_ARG_DST, y_mem}});
+      p->context.execute(stream, {{DNNL_ARG_SRC, s_mem},
+                                  {DNNL_ARG_WEIGHTS, v_mem},
+                                  {DNNL_ARG_DST, y_mem},
+                                  {DNNL_ARG_SCRATCHPAD, thread_scratchpad(p->context_scratchpad, engine_)}});
       stream.wait();
     }
   }
@@ -171,7 +177,7 @@ class AttentionKernel final : public OpKernel {
     p->s = memory::desc({h, seq, seq}, type, {seq * seq, seq, 1});
     p->v = memory::desc({h, seq, dim}, type, {dim, width, 1});
     p->y = p->v;
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = user_scratchpad();
     attr.set_output_scales(0, {scale});
     if (!mdims.empty()) {
       p->mask = memory::desc({mdims[1], mdims[2], seq}, type, {mdims[2] * seq, seq, 1});
@@ -179,8 +185,12 @@ class AttentionKernel final : public OpKernel {
       ops.append_binary(dnnl::algorithm::binary_add, p->mask);
       attr.set_post_ops(ops);
     }
-    p->scores = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p->q, p->k_t, p->s), attr, engine_));
-    p->context = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p->s, p->v, p->y), engine_));
+    dnnl::matmul::primitive_desc scores(dnnl::matmul::desc(p->q, p->k_t, p->s), attr, engine_);
+    dnnl::matmul::primitive_desc context(dnnl::matmul::desc(p->s, p->v, p->y), user_scratchpad(), engine_);
+    p->scores = dnnl::matmul(scores);
+    p->context = dnnl::matmul(context);
+    p->scores_scratchpad = scores.scratchpad_desc();
+    p->context_scratchpad = context.scratchpad_desc();
     cache_.emplace(key, p);
     return p;
   }

@@ -6,14 +6,20 @@
 #include <mutex>
 #include <tuple>
 
+#include "ops/dnnl_scratchpad.h"
+
 namespace weir {
 
 struct DnnlLayerNorm::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
-  std::map<std::tuple<int64_t, int64_t, float, bool, bool>, dnnl::layer_normalization_forward> primitives;
+  struct Cached {
+    dnnl::layer_normalization_forward primitive;
+    dnnl::memory::desc scratchpad;
+  };
+  std::map<std::tuple<int64_t, int64_t, float, bool, bool>, Cached> primitives;
 
-  dnnl::layer_normalization_forward primitive(int64_t rows, int64_t len, float epsilon, bool bias, bool statistics) {
+  Cached primitive(int64_t rows, int64_t len, float epsilon, bool bias, bool statistics) {
     auto key = std::make_tuple(rows, len, epsilon, bias, statistics);
     std::lock_guard<std::mutex> lock(mutex);
     auto found = primitives.find(key);
@@ -24,7 +30,8 @@ struct DnnlLayerNorm::Impl {
     // forward_training is what makes oneDNN write the mean and variance.
     dnnl::layer_normalization_forward::desc desc(
         statistics ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, data, epsilon, flags);
-    dnnl::layer_normalization_forward created(dnnl::layer_normalization_forward::primitive_desc(desc, engine));
+    dnnl::layer_normalization_forward::primitive_desc pd(desc, user_scratchpad(), engine);
+    Cached created{dnnl::layer_normalization_forward(pd), pd.scratchpad_desc()};
     primitives.emplace(key, created);
     return created;
   }
@@ -36,7 +43,7 @@ DnnlLayerNorm::~DnnlLayerNorm() = default;
 void DnnlLayerNorm::forward(int64_t rows, int64_t len, float epsilon, const float* x, const float* scale,
                             const float* bias, float* y, float* mean, float* variance) {
   bool statistics = mean != nullptr && variance != nullptr;
-  dnnl::layer_normalization_forward norm = impl_->primitive(rows, len, epsilon, bias != nullptr, statistics);
+  Impl::Cached norm = impl_->primitive(rows, len, epsilon, bias != nullptr, statistics);
   const dnnl::engine& engine = impl_->engine;
   dnnl::memory::desc data({rows, len}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
   dnnl::memory::desc params({len}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
@@ -51,7 +58,8 @@ void DnnlLayerNorm::forward(int64_t rows, int64_t len, float epsilon, const floa
     args.emplace(DNNL_ARG_VARIANCE, dnnl::memory(per_row, engine, variance));
   }
   dnnl::stream stream(engine);
-  norm.execute(stream, args);
+  args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(norm.scratchpad, engine));
+  norm.primitive.execute(stream, args);
   stream.wait();
 }
 

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <tuple>
 
+#include "ops/dnnl_scratchpad.h"
+
 namespace weir {
 
 namespace {
@@ -53,9 +55,13 @@ using Key = std::tuple<DType, bool, bool, bool, int64_t, int64_t, size_t, std::a
 struct DnnlPool::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
-  std::map<Key, std::shared_ptr<dnnl::pooling_v2_forward>> primitives;
+  struct Cached {
+    dnnl::pooling_v2_forward primitive;
+    dnnl::memory::desc scratchpad;
+  };
+  std::map<Key, std::shared_ptr<Cached>> primitives;
 
-  std::shared_ptr<dnnl::pooling_v2_forward> primitive(DType dtype, const ConvProblem& p, bool max, bool include_pad,
+  std::shared_ptr<Cached> primitive(DType dtype, const ConvProblem& p, bool max, bool include_pad,
                                                      bool channels_last) {
     Key key{dtype, max, include_pad, channels_last, p.batch, p.in_channels, p.spatial_rank, p.in, p.out, p.kernel, p.strides,
             p.dilations, p.pads_begin, p.pads_end};
@@ -72,7 +78,8 @@ struct DnnlPool::Impl {
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, plain_desc(p, dtype, false, channels_last),
                                         plain_desc(p, dtype, true, channels_last), dims_of(p.strides, rank), dims_of(p.kernel, rank),
                                         dims_of(p.dilations, rank, 1), dims_of(p.pads_begin, rank), dims_of(pads_end, rank));
-    auto created = std::make_shared<dnnl::pooling_v2_forward>(dnnl::pooling_v2_forward::primitive_desc(desc, engine));
+    dnnl::pooling_v2_forward::primitive_desc pd(desc, user_scratchpad(), engine);
+    auto created = std::make_shared<Cached>(Cached{dnnl::pooling_v2_forward(pd), pd.scratchpad_desc()});
     primitives.emplace(key, created);
     return created;
   }
@@ -96,11 +103,13 @@ bool DnnlPool::supports(DType dtype, const ConvProblem& p, bool max, bool includ
 
 void DnnlPool::forward(DType dtype, const ConvProblem& p, bool max, bool include_pad, const void* in, void* out,
                        bool channels_last) {
-  std::shared_ptr<dnnl::pooling_v2_forward> pool = impl_->primitive(dtype, p, max, include_pad, channels_last);
+  std::shared_ptr<Impl::Cached> pool = impl_->primitive(dtype, p, max, include_pad, channels_last);
   dnnl::stream stream(impl_->engine);
   memory src(plain_desc(p, dtype, false, channels_last), impl_->engine, const_cast<void*>(in));
   memory dst(plain_desc(p, dtype, true, channels_last), impl_->engine, out);
-  pool->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  pool->primitive.execute(stream, {{DNNL_ARG_SRC, src},
+                                   {DNNL_ARG_DST, dst},
+                                   {DNNL_ARG_SCRATCHPAD, thread_scratchpad(pool->scratchpad, impl_->engine)}});
   stream.wait();
 }
 

@@ -1,60 +1,59 @@
-// Data-parallel rewrite: one training step graph becomes N replicas on N
-// devices, each on its share of the batch, with the gradients averaged by
-// AllReduce nodes in the graph (communication as graph ops: the scheduler
-// overlaps them with the backward pass of the layers before).
+// Data-parallel rewrite: one rank's training step becomes the program every
+// rank of a world runs (SPMD). Each rank computes the forward and backward
+// pass on its own share of the batch, with its own copy of the parameters
+// and optimizer state; AllReduce nodes average, over the world, every value
+// the update tail reads from that per-rank part (the gradients, and state
+// such as BatchNorm's batch statistics); and every rank runs the tail on
+// the averaged values, so all ranks' parameters stay bitwise equal.
+// Communication is graph ops: the scheduler runs the AllReduces on the
+// communication stream, overlapping the backward pass of earlier layers.
 //
-//   weir::DataParallelOptions options{.devices = {weir::Device::cpu(0), weir::Device::cpu(1)},
-//                                     .gradients = {"w1/grad", "b1/grad"}, .loss = "loss"};
+//   weir::DataParallelOptions options{.gradients = {"w1/grad", "b1/grad"}, .loss = "loss"};
 //   weir::DataParallel pass(options);
-//   pass.run(step_graph, ctx);      // after minimize(); compile with options.devices
+//   pass.run(step_graph, ctx);       // after minimize()'s updates
+//   // compile once; run the plan as every rank of a world (runtime/in_process_ranks.h)
 //
-// The graph given is one replica's step, built at the per-replica batch b.
-// What the gradients and the loss depend on (through data and control
-// edges: forward, backward and recompute clones) is the replicated part;
-// replica 0 is the original nodes, the others are clones named
-// "replica<r>/<name>". Everything else (the tail: gradient clipping and
-// unscaling, the optimizer updates, BatchNorm's running-statistics Assigns)
-// runs once, on devices[0], and reads replica 0's values, except that a
-// gradient is read through its AllReduce (average).
+// The graph given is one rank's step, built at the per-rank batch; the
+// program does not depend on the world's size (AllReduce's average divides
+// by it at run time). The per-rank part is what the loss and the gradients
+// depend on (through data and control edges: forward, backward, recompute
+// clones); the tail is everything else (clipping and unscaling, the
+// optimizer updates, BatchNorm's running-statistics Assigns).
 //
-// Batch inputs (by default every graph input of rank >= 1 that the replicas
-// read) keep their names and take N * b rows; replica r reads rows
-// [r*b, (r+1)*b). Scalars (the learning rate, the step) are shared, and so
-// are parameters and constants. The loss keeps its name and becomes the
-// replicas' average: with a mean loss and equal shares, the loss and the
-// gradients are those of the whole batch. Other scalar graph outputs are
-// averaged too; outputs with b rows are concatenated.
+// The loss keeps its name and becomes the world's average (with a mean loss
+// and equal shares, the whole batch's loss); so does every other scalar
+// float graph output of the per-rank part. Outputs with rows (logits) stay
+// the rank's own rows. Random ops draw different numbers on each rank
+// because the runtime keys their stream by rank, not because the program
+// differs.
 //
-// Random ops (a "seed" attribute, like Dropout) get a different seed on each
-// replica but replica 0, so masks differ between shares; recompute clones
-// of one replica keep that replica's seed, so the replay stays exact.
+// Gradients listed in `local_gradients` (of parameters a strategy marks
+// distributed: model-parallel shards) are read by the tail as they are, not
+// averaged.
 //
-// Refused, naming the node or value: a replicated node with side effects
-// (state written inside the forward or backward pass) or one that
-// communicates already; a batch input whose first dim is not static; a
-// device listed twice.
+// Refused, naming the node or value: a per-rank node with side effects
+// (state written inside the forward or backward pass, which would differ
+// between ranks); a value the tail reads from the per-rank part that is not
+// floating point (no average to take).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "core/device.h"
 #include "passes/pass.h"
 
 namespace weir {
 
 struct DataParallelOptions {
-  std::vector<Device> devices{};            // one replica each; devices[i] is communicator rank i
-  std::vector<std::string> gradients{};     // averaged across the replicas before the tail reads them
-  std::string loss{};                       // scalar; averaged, keeps its name
-  std::vector<std::string> batch_inputs{};  // empty: every graph input of rank >= 1 the replicas read
+  std::vector<std::string> gradients{};        // averaged over the world before the tail reads them
+  std::string loss{};                          // scalar; averaged, keeps its name
+  std::vector<std::string> local_gradients{};  // of distributed parameters: not averaged
 };
 
 struct DataParallelResult {
-  int replicas = 0;
-  int replicated_nodes = 0;   // nodes in one replica
-  int allreduces = 0;         // AllReduce nodes added, over all replicas
-  std::vector<std::string> batch_inputs{};
+  int rank_nodes = 0;                 // nodes of the per-rank part (forward and backward)
+  int allreduces = 0;                 // AllReduce nodes added
+  std::vector<std::string> averaged{};  // the values they average, in graph order
 };
 
 DataParallelResult apply_data_parallel(Graph& graph, const DataParallelOptions& options, const OpRegistry& registry);

@@ -2,8 +2,8 @@
 // inference graph saves as a .weir model and exports as an ONNX model that
 // both load and run to the in-memory graph's results. On the asynchronous
 // test backend (streams on their own threads, completion by event) each
-// model infers and trains on two data-parallel devices to the CPU
-// backend's results bit for bit. Under ASan+UBSan (the
+// model infers and trains on two data-parallel ranks to the CPU
+// backend's results bit for bit, and the ranks' parameters stay equal. Under ASan+UBSan (the
 // sanitize preset) this is the zoo's sanitizer sweep: training, saving,
 // exporting, importing and running each model.
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include "frontend/optim/optimizer.h"
 #include "frontend/train/trainer.h"
 #include "models/zoo.h"
+#include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tests/async_host_backend.h"
@@ -113,29 +114,37 @@ void runs_and_trains_on_an_async_backend(const std::string& name, const models::
   ASSERT_EQ(got.size(), 1u);
   EXPECT_TRUE(got[0].bitwise_equal(expected[0])) << name << " inference";
 
-  // Three Adam steps, data parallel over two devices: AllReduce nodes on the
-  // communication streams of two backends.
+  // Three Adam steps, data parallel on two ranks: AllReduce nodes on the
+  // communication streams of two ranks' backends.
   models::ClassifierGraph train = models::build_classifier(name, batch / 2, true, zoo);
   Strategy strategy;
-  strategy.data_parallel.replicas = 2;
+  strategy.data_parallel.ranks = 2;
   TrainingGraph info = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam}, strategy);
-  CompileOptions compile_options;
-  compile_options.devices = info.devices;
-  std::shared_ptr<const Plan> step = compile(*train.graph, compile_options);
-  Session cpu(step), async(step, async_backend());
+  std::shared_ptr<const Plan> step = compile(*train.graph);
+  InProcessRanks cpu(step, 2), async(step, 2, async_backend());
   for (int64_t number = 1; number <= 3; ++number) {
-    std::map<std::string, Tensor> feeds = {{train.input, x},
-                                           {train.labels, y},
-                                           {info.lr_input, Tensor::scalar<float>(2e-3f)},
-                                           {info.step_input, Tensor::scalar<int64_t>(number)}};
-    std::vector<Tensor> a = cpu.run(feeds), b = async.run(feeds);
-    ASSERT_FALSE(a.empty());
-    ASSERT_EQ(a.size(), b.size());
-    EXPECT_TRUE(b[0].bitwise_equal(a[0])) << name << " loss of step " << number << ": " << b[0].data<float>()[0]
-                                          << " vs " << a[0].data<float>()[0];
+    std::vector<std::map<std::string, Tensor>> feeds;
+    for (int64_t r = 0; r < 2; ++r) {
+      feeds.push_back({{train.input, x.slice(r * batch / 2, (r + 1) * batch / 2)},
+                       {train.labels, y.slice(r * batch / 2, (r + 1) * batch / 2)},
+                       {info.lr_input, Tensor::scalar<float>(2e-3f)},
+                       {info.step_input, Tensor::scalar<int64_t>(number)}});
+    }
+    std::vector<std::vector<Tensor>> a = cpu.run(feeds), b = async.run(feeds);
+    for (size_t r = 0; r < 2; ++r) {
+      ASSERT_FALSE(a[r].empty());
+      ASSERT_EQ(a[r].size(), b[r].size());
+      EXPECT_TRUE(b[r][0].bitwise_equal(a[r][0])) << name << " rank " << r << " loss of step " << number << ": "
+                                                  << b[r][0].data<float>()[0] << " vs " << a[r][0].data<float>()[0];
+    }
   }
   for (const std::string& parameter : info.parameters) {
-    EXPECT_TRUE(async.state(parameter).bitwise_equal(cpu.state(parameter))) << name << " parameter " << parameter;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_TRUE(async.session(r).state(parameter).bitwise_equal(cpu.session(r).state(parameter)))
+          << name << " rank " << r << " parameter " << parameter;
+    }
+    EXPECT_TRUE(cpu.session(1).state(parameter).bitwise_equal(cpu.session(0).state(parameter)))
+        << name << " parameter " << parameter << " differs between the ranks";
   }
 }
 

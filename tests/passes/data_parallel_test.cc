@@ -1,6 +1,7 @@
-// Data-parallel rewrite (passes/collectives/data_parallel): N replicas on N
-// virtual CPU devices, each on its share of the batch, train like one device
-// on the whole batch; recompute and AMP compose with it.
+// Data-parallel rewrite (passes/collectives/data_parallel): the step becomes
+// every rank's program; N ranks (an in-process world), each on its share of
+// the batch, train like one rank on the whole batch, their parameters stay
+// bitwise equal, and recompute and AMP compose with it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "frontend/optim/optimizer.h"
 #include "models/zoo.h"
 #include "passes/collectives/data_parallel.h"
+#include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
@@ -24,7 +26,7 @@ struct Step {
   std::shared_ptr<const Plan> plan;
 };
 
-// An MLP on 8x8 images; `batch` is one replica's.
+// An MLP on 8x8 images; `batch` is one rank's.
 Step mlp_step(int64_t batch, int64_t layers, int64_t width, double dropout, const Strategy& strategy,
               OptimizerKind kind) {
   models::ZooOptions zoo;
@@ -34,15 +36,13 @@ Step mlp_step(int64_t batch, int64_t layers, int64_t width, double dropout, cons
   zoo.image_size = 8;
   Step step{models::build_classifier("mlp", batch, /*training=*/true, zoo), {}, nullptr};
   step.training = minimize(*step.graph.graph, step.graph.loss, {.kind = kind}, strategy);
-  CompileOptions options;
-  options.devices = step.training.devices;
-  step.plan = compile(*step.graph.graph, options);
+  step.plan = compile(*step.graph.graph);
   return step;
 }
 
-Strategy data_parallel(int replicas) {
+Strategy data_parallel(int ranks) {
   Strategy strategy;
-  strategy.data_parallel.replicas = replicas;
+  strategy.data_parallel.ranks = ranks;
   return strategy;
 }
 
@@ -57,45 +57,63 @@ std::map<std::string, Tensor> feeds_for(int64_t batch, int step, bool adam) {
   return feeds;
 }
 
-// Runs both steps `steps` times on the same whole batches; returns the
-// largest relative difference of losses and parameters.
-double train_and_compare(Step& a, Step& b, int64_t batch, int steps, bool adam) {
-  Session sa(a.plan), sb(b.plan);
+// Rank r's share of the whole batch's feeds: rows [r*b, (r+1)*b) of x and labels.
+std::vector<std::map<std::string, Tensor>> shares(const std::map<std::string, Tensor>& whole, int ranks) {
+  std::vector<std::map<std::string, Tensor>> out(static_cast<size_t>(ranks), whole);
+  for (const char* name : {"x", "labels"}) {
+    const int64_t b = whole.at(name).sizes()[0] / ranks;
+    for (int r = 0; r < ranks; ++r) out[static_cast<size_t>(r)][name] = whole.at(name).slice(r * b, (r + 1) * b);
+  }
+  return out;
+}
+
+// Trains `one` (one rank, whole batch) and `split` (on `ranks` ranks) for
+// `steps` steps on the same batches. Every rank's parameters must be
+// bitwise equal after every step; returns the largest relative difference
+// of losses and parameters between the two.
+double train_and_compare(Step& one, Step& split, int ranks, int64_t batch, int steps, bool adam) {
+  Session whole(one.plan);
+  InProcessRanks world(split.plan, ranks);
   double worst = 0;
   for (int i = 0; i < steps; ++i) {
     auto feeds = feeds_for(batch, i, adam);
-    float la = sa.run(feeds)[0].data<float>()[0];
-    float lb = sb.run(feeds)[0].data<float>()[0];
+    float la = whole.run(feeds)[0].data<float>()[0];
+    std::vector<std::vector<Tensor>> outputs = world.run(shares(feeds, ranks));
+    float lb = outputs[0][0].data<float>()[0];
     EXPECT_TRUE(std::isfinite(la) && std::isfinite(lb));
     worst = std::max(worst, std::abs(static_cast<double>(la) - lb) / std::max(std::abs(static_cast<double>(la)), 1e-30));
+    for (int r = 1; r < ranks; ++r) {
+      EXPECT_TRUE(outputs[static_cast<size_t>(r)][0].bitwise_equal(outputs[0][0])) << "loss of rank " << r;
+      for (const std::string& name : split.training.parameters) {
+        EXPECT_TRUE(world.session(r).state(name).bitwise_equal(world.session(0).state(name)))
+            << name << " of rank " << r << " after step " << i + 1;
+      }
+    }
   }
-  EXPECT_EQ(a.training.parameters, b.training.parameters);
-  for (const std::string& name : a.training.parameters) {
-    worst = std::max(worst, testing::relative_l2(sa.state(name), sb.state(name)));
+  EXPECT_EQ(one.training.parameters, split.training.parameters);
+  for (const std::string& name : one.training.parameters) {
+    worst = std::max(worst, testing::relative_l2(whole.state(name), world.session(0).state(name)));
   }
   return worst;
 }
 
-TEST(DataParallel, ReplicasTrainLikeOneDeviceOnTheWholeBatch) {
+TEST(DataParallel, RanksTrainLikeOneRankOnTheWholeBatch) {
   const int64_t batch = 32;
   Step whole = mlp_step(batch, 3, 32, 0.0, {}, OptimizerKind::kSgd);
   Step split = mlp_step(batch / 4, 3, 32, 0.0, data_parallel(4), OptimizerKind::kSgd);
-  ASSERT_EQ(split.training.devices.size(), 4u);
-  EXPECT_EQ(split.training.replicas, 4);
-  // One AllReduce per gradient and one for the loss, on each replica.
-  EXPECT_EQ(split.training.allreduces, 4 * static_cast<int>(split.training.parameters.size() + 1));
+  EXPECT_EQ(split.training.ranks, 4);
+  // One AllReduce per gradient and one for the loss: one program, no clones.
+  EXPECT_EQ(split.training.allreduces, static_cast<int>(split.training.parameters.size() + 1));
 
   const Graph& g = *split.graph.graph;
-  EXPECT_EQ(g.find_value("x")->shape(), (Shape{batch, 1, 8, 8}));
+  EXPECT_EQ(g.find_value("x")->shape(), (Shape{batch / 4, 1, 8, 8}));
+  EXPECT_EQ(g.nodes().size(), whole.graph.graph->nodes().size() + split.training.parameters.size() + 1);
   int updates = 0;
   for (const Node* node : g.nodes()) {
+    EXPECT_FALSE(node->device().has_value()) << node->name() << ": the program is placed by the rank running it";
     if (node->op_type() == "SGD") {
       ++updates;
-      EXPECT_EQ(*node->device(), Device::cpu(0)) << node->name();
       EXPECT_EQ(node->input(1)->producer()->op_type(), "AllReduce") << node->name();
-    }
-    if (node->name().rfind("replica3/", 0) == 0) {
-      EXPECT_EQ(*node->device(), Device::cpu(3)) << node->name();
     }
   }
   EXPECT_EQ(updates, static_cast<int>(split.training.parameters.size()));
@@ -103,19 +121,19 @@ TEST(DataParallel, ReplicasTrainLikeOneDeviceOnTheWholeBatch) {
   EXPECT_EQ(g.outputs().front()->producer()->op_type(), "AllReduce");
 
   // The same sums in another order: equal within f32 rounding.
-  double sgd = train_and_compare(whole, split, batch, 3, /*adam=*/false);
-  std::printf("4 replicas vs one device, 3 SGD steps: largest relative difference %.3g\n", sgd);
+  double sgd = train_and_compare(whole, split, 4, batch, 3, /*adam=*/false);
+  std::printf("4 ranks vs one, 3 SGD steps: largest relative difference %.3g\n", sgd);
   EXPECT_LT(sgd, 1e-5);
 
   Step whole_adam = mlp_step(batch, 3, 32, 0.0, {}, OptimizerKind::kAdam);
   Step split_adam = mlp_step(batch / 2, 3, 32, 0.0, data_parallel(2), OptimizerKind::kAdam);
-  double adam = train_and_compare(whole_adam, split_adam, batch, 3, /*adam=*/true);
-  std::printf("2 replicas vs one device, 3 Adam steps: largest relative difference %.3g\n", adam);
+  double adam = train_and_compare(whole_adam, split_adam, 2, batch, 3, /*adam=*/true);
+  std::printf("2 ranks vs one, 3 Adam steps: largest relative difference %.3g\n", adam);
   EXPECT_LT(adam, 1e-5);
 }
 
-TEST(DataParallel, OtherOutputsAreConcatenatedRowsOrAveragedScalars) {
-  // The logits as a second output: each replica's rows, concatenated in order.
+TEST(DataParallel, ScalarOutputsAreAveragedAndRowsStayTheRanks) {
+  // The logits as a second output: each rank's own rows.
   auto with_logits = [](int64_t batch, const Strategy& strategy) {
     models::ZooOptions zoo;
     zoo.image_size = 8;
@@ -123,24 +141,27 @@ TEST(DataParallel, OtherOutputsAreConcatenatedRowsOrAveragedScalars) {
     for (Node* node : c.graph->nodes()) {
       if (node->op_type() == "SoftmaxCrossEntropyLoss") c.graph->add_output(node->input(0));
     }
-    TrainingGraph t = minimize(*c.graph, c.loss, {.kind = OptimizerKind::kSgd}, strategy);
-    CompileOptions options;
-    options.devices = t.devices;
-    return compile(*c.graph, options);
+    minimize(*c.graph, c.loss, {.kind = OptimizerKind::kSgd}, strategy);
+    return compile(*c.graph);
   };
-  Session whole(with_logits(12, {})), split(with_logits(4, data_parallel(3)));
+  Session whole(with_logits(12, {}));
+  InProcessRanks split(with_logits(4, data_parallel(3)), 3);
   auto feeds = feeds_for(12, 0, false);
-  std::vector<Tensor> a = whole.run(feeds), b = split.run(feeds);
+  std::vector<Tensor> a = whole.run(feeds);
+  std::vector<std::vector<Tensor>> b = split.run(shares(feeds, 3));
   ASSERT_EQ(a.size(), 2u);
-  ASSERT_EQ(b.size(), 2u);
-  EXPECT_NEAR(a[0].data<float>()[0], b[0].data<float>()[0], 1e-6);
-  ASSERT_EQ(b[1].sizes(), (std::vector<int64_t>{12, 10}));
-  EXPECT_LT(testing::relative_l2(a[1], b[1]), 1e-6);
+  for (int64_t r = 0; r < 3; ++r) {
+    const std::vector<Tensor>& mine = b[static_cast<size_t>(r)];
+    ASSERT_EQ(mine.size(), 2u);
+    EXPECT_NEAR(a[0].data<float>()[0], mine[0].data<float>()[0], 1e-6);
+    ASSERT_EQ(mine[1].sizes(), (std::vector<int64_t>{4, 10}));
+    EXPECT_LT(testing::relative_l2(a[1].slice(4 * r, 4 * r + 4).clone(), mine[1]), 1e-6) << "rank " << r;
+  }
 }
 
 TEST(DataParallel, RecomputeAndMixedPrecisionCompose) {
-  // Dropout on: each replica draws its own masks, and recompute must replay
-  // each replica's own.
+  // Dropout on: each rank draws its own masks, and recompute must replay
+  // each rank's own.
   const int64_t batch = 16;
   for (bool amp : {false, true}) {
     Strategy plain = data_parallel(2);
@@ -153,28 +174,32 @@ TEST(DataParallel, RecomputeAndMixedPrecisionCompose) {
     if (amp) {
       EXPECT_GT(b.training.amp_low_precision_nodes, 0);
     }
-    int replica_clones = 0;
-    for (const Node* node : b.graph.graph->nodes()) {
-      replica_clones += node->name().rfind("replica1/", 0) == 0 && node->name().find("/recompute") != std::string::npos;
+    InProcessRanks ra(a.plan, 2), rb(b.plan, 2);
+    for (int i = 0; i < 3; ++i) {
+      auto feeds = shares(feeds_for(batch, i, /*adam=*/true), 2);
+      std::vector<std::vector<Tensor>> la = ra.run(feeds), lb = rb.run(feeds);
+      EXPECT_TRUE(la[0][0].bitwise_equal(lb[0][0])) << (amp ? "bf16" : "f32") << " step " << i;
     }
-    EXPECT_GT(replica_clones, 0);
-    EXPECT_EQ(train_and_compare(a, b, batch, 3, /*adam=*/true), 0.0) << (amp ? "bf16" : "f32");
+    for (const std::string& name : a.training.parameters) {
+      for (int r = 0; r < 2; ++r) {
+        EXPECT_TRUE(ra.session(r).state(name).bitwise_equal(rb.session(r).state(name))) << name << " rank " << r;
+      }
+    }
   }
 }
 
-TEST(DataParallel, ReplicasDrawTheirOwnDropoutMasks) {
-  Step step = mlp_step(4, 1, 16, 0.5, data_parallel(2), OptimizerKind::kSgd);
-  const Graph& g = *step.graph.graph;
-  int dropouts = 0;
-  for (const Node* node : g.nodes()) {
-    if (node->op_type() != "Dropout" || node->name().rfind("replica1/", 0) == 0) continue;
-    const Node* twin = g.find_node("replica1/" + node->name());
-    ASSERT_NE(twin, nullptr) << node->name();
-    const int64_t seed = node->has_attr("seed") ? node->attr("seed").i() : 0;
-    EXPECT_NE(twin->attr("seed").i(), seed);
-    ++dropouts;
+TEST(DataParallel, DistributedParametersKeepTheirOwnGradients) {
+  Strategy strategy = data_parallel(2);
+  Step probe = mlp_step(4, 1, 8, 0.0, {}, OptimizerKind::kSgd);
+  const std::string sharded = probe.training.parameters.front();
+  strategy.data_parallel.distributed_parameters = {sharded};
+  Step step = mlp_step(4, 1, 8, 0.0, strategy, OptimizerKind::kSgd);
+  EXPECT_EQ(step.training.allreduces, static_cast<int>(step.training.parameters.size()));  // loss, all but one gradient
+  for (const Node* node : step.graph.graph->nodes()) {
+    if (node->op_type() != "SGD") continue;
+    const bool averaged = node->input(1)->producer()->op_type() == "AllReduce";
+    EXPECT_EQ(averaged, node->input(0)->name() != sharded) << node->name();
   }
-  EXPECT_GT(dropouts, 0);
 }
 
 TEST(DataParallel, MeasuredPeakDropsWithRecompute) {
@@ -184,17 +209,19 @@ TEST(DataParallel, MeasuredPeakDropsWithRecompute) {
   strategy.recompute.mode = RecomputeMode::kAuto;
   Step recomputed = mlp_step(batch / 2, 16, 64, 0.0, strategy, OptimizerKind::kSgd);
   auto peak_of_run = [&](Step& step) {
-    Session session(step.plan);
-    session.reset_peak_memory();
-    session.run(feeds_for(batch, 0, false));
+    InProcessRanks ranks(step.plan, 2);
+    for (int r = 0; r < 2; ++r) ranks.session(r).reset_peak_memory();
+    ranks.run(shares(feeds_for(batch, 0, false), 2));
     int64_t peak = 0;
-    for (const DeviceMemoryStats& device : session.memory_stats()) peak += device.stats.peak_bytes;
+    for (int r = 0; r < 2; ++r) {
+      for (const DeviceMemoryStats& device : ranks.session(r).memory_stats()) peak += device.stats.peak_bytes;
+    }
     return peak;
   };
-  // The statistics are the process's caching allocators': one session at a time.
+  // The statistics are the process's caching allocators': one world at a time.
   int64_t before = peak_of_run(plain);
   int64_t after = peak_of_run(recomputed);
-  std::printf("2 replicas, 16-layer MLP, batch 512: measured run peak %lld -> %lld bytes with recompute\n",
+  std::printf("2 ranks, 16-layer MLP, batch 512: measured run peak %lld -> %lld bytes with recompute\n",
               static_cast<long long>(before), static_cast<long long>(after));
   EXPECT_LT(after * 2, before);
 }
@@ -208,26 +235,12 @@ TEST(DataParallel, BadRequestsAreErrors) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  Strategy twice;
-  twice.data_parallel.devices = {Device::cpu(0), Device::cpu(0)};
-  expect_error([&] { mlp_step(4, 1, 8, 0.0, twice, OptimizerKind::kSgd); }, "listed twice");
-  Strategy mismatch;
-  mismatch.data_parallel.replicas = 3;
-  mismatch.data_parallel.devices = {Device::cpu(0), Device::cpu(1)};
-  expect_error([&] { mlp_step(4, 1, 8, 0.0, mismatch, OptimizerKind::kSgd); }, "3 replicas but 2 devices");
+  expect_error([&] { mlp_step(4, 1, 8, 0.0, data_parallel(0), OptimizerKind::kSgd); }, "at least 1 rank");
+  Strategy unknown = data_parallel(2);
+  unknown.data_parallel.distributed_parameters = {"nonesuch"};
+  expect_error([&] { mlp_step(4, 1, 8, 0.0, unknown, OptimizerKind::kSgd); }, "distributed parameter 'nonesuch'");
 
-  // A symbolic batch cannot be split ahead of time.
-  {
-    GraphBuilder b("symbolic");
-    Var x = b.input("x", {DType::kFloat32, Shape{Dim::symbol("N"), 4}});
-    Var w = b.parameter("w", Tensor::from_vector(testing::random_floats(4, 3), {4, 1}));
-    Var loss = b.op("ReduceMean", {b.op("MatMul", {x, w})}, {{"keepdims", Attribute(int64_t{0})}});
-    b.output(loss);
-    std::unique_ptr<Graph> g = b.finish();
-    const std::string name = loss.value()->name();
-    expect_error([&] { minimize(*g, name, {.kind = OptimizerKind::kSgd}, data_parallel(2)); }, "'x' needs a static first dim");
-  }
-  // State written where the loss depends on it: every replica would write it.
+  // State written where the loss depends on it: each rank would write its own.
   {
     GraphBuilder b("assign_in_forward");
     Var x = b.input("x", {DType::kFloat32, Shape{2, 4}});

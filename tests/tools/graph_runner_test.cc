@@ -198,7 +198,7 @@ TEST(GraphRunner, TrainDataParallel) {
   std::string step = (dir / "step.weir").string();
   Result two = run(common + " --data-parallel 2 --recompute auto --save-training-graph " + step);
   ASSERT_EQ(two.status, 0) << two.output;
-  EXPECT_NE(two.output.find("data parallel: 2 replicas on cpu:0..cpu:1"), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("data parallel: 2 ranks"), std::string::npos) << two.output;
   // Two halves of each batch, gradients averaged: every step's loss is that
   // of one device on the whole batch, up to the order of float sums.
   std::vector<double> whole = step_losses(one.output), halves = step_losses(two.output);
@@ -213,11 +213,17 @@ TEST(GraphRunner, TrainDataParallel) {
     std::snprintf(text, sizeof text, "%.9g", whole.back());
     return std::string(text);
   }()), std::string::npos) << one.output;
-  // The saved step names its devices; train --graph runs it on them.
-  Result saved = run("train --graph " + step + " --data synthetic --steps 2");
+  // The saved step is one rank's program; train --graph runs it on as many
+  // ranks as asked (one: its AllReduces average over one rank).
+  Result saved = run("train --graph " + step + " --data synthetic --steps 2 --data-parallel 2");
   ASSERT_EQ(saved.status, 0) << saved.output;
+  EXPECT_NE(saved.output.find("steps: 2"), std::string::npos) << saved.output;
+  Result alone = run("train --graph " + step + " --data synthetic --steps 2");
+  ASSERT_EQ(alone.status, 0) << alone.output;
   expect_error(run("train --model mlp --data synthetic --steps 1 --batch 7 --data-parallel 2"), "does not split evenly over 2");
-  expect_error(run("train --graph " + step + " --data synthetic --steps 1 --data-parallel 2"), "--data-parallel");
+  std::string plain = (dir / "plain.weir").string();
+  ASSERT_EQ(run("train --model mlp --data synthetic --steps 1 --save-training-graph " + plain).status, 0);
+  expect_error(run("train --graph " + plain + " --data synthetic --steps 1 --data-parallel 2"), "no AllReduce");
 }
 
 TEST(GraphRunner, TrainsASavedTrainingGraph) {

@@ -16,6 +16,7 @@
 #include "models/train_classifier.h"
 #include "passes/precision/auto_mixed_precision.h"
 #include "ops/register_ops.h"
+#include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 
@@ -75,7 +76,7 @@ Strategy strategy_of(const TrainArgs& args) {
                                                "auto, not with named checkpoints");
     }
   }
-  strategy.data_parallel.replicas = args.data_parallel;
+  strategy.data_parallel.ranks = args.data_parallel;
   return strategy;
 }
 
@@ -89,9 +90,9 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy) {
                 step.recompute_checkpoints.size(), step.recomputed_nodes,
                 static_cast<long long>(step.peak_bytes_before_recompute), static_cast<long long>(step.peak_bytes_after_recompute));
   }
-  if (step.replicas > 1) {
-    std::printf("data parallel: %d replicas on %s..%s, %d allreduces\n", step.replicas,
-                step.devices.front().to_string().c_str(), step.devices.back().to_string().c_str(), step.allreduces);
+  if (step.ranks > 1) {
+    std::printf("data parallel: %d ranks (threads of an in-process world, cpu:0..cpu:%d), %d allreduces per step\n",
+                step.ranks, step.ranks - 1, step.allreduces);
   }
 }
 
@@ -156,13 +157,15 @@ std::vector<Tensor> synthetic_fields(const std::vector<const Value*>& inputs, in
 }
 
 // train --graph FILE: a saved training-step graph (inputs: the data, "lr",
-// and "step" for the Adam family; the loss is the first output).
+// and "step" for the Adam family; the loss is the first output). With
+// --data-parallel N the graph must be one rank's data-parallel program
+// (saved by train --model --data-parallel --save-training-graph), and N
+// ranks run it, each on its share of batches N times its batch.
 void train_graph(const TrainArgs& args) {
-  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty() || args.data_parallel != 1) {
-    throw Error(ErrorKind::kInvalidArgument, "--amp, --recompute, --memory-budget and --data-parallel rewrite the "
-                                             "training graph as it is "
-                                             "built; use them with --model (and --save-training-graph to keep the result), "
-                                             "not with --graph");
+  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "--amp, --recompute and --memory-budget rewrite the training graph as it "
+                                             "is built; use them with --model (and --save-training-graph to keep the "
+                                             "result), not with --graph");
   }
   Model model = load_model(args.graph);
   Graph& graph = *model.graph;
@@ -190,7 +193,16 @@ void train_graph(const TrainArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "the training graph's batch dim must be static, got " +
                                                  data_inputs[0]->type().to_string()).with_file(args.graph);
   }
-  const int64_t batch = batch_dim.size();
+  const int ranks = args.data_parallel;
+  const std::vector<Node*> nodes = graph.nodes();
+  if (ranks > 1 && std::none_of(nodes.begin(), nodes.end(), [](const Node* node) { return node->op_type() == "AllReduce"; })) {
+    throw Error(ErrorKind::kInvalidArgument, "--data-parallel " + std::to_string(ranks) +
+                                                 " runs a data-parallel step program, and this graph averages no "
+                                                 "gradients (no AllReduce): its ranks would train apart; save one with "
+                                                 "train --model NAME --data-parallel N --save-training-graph FILE")
+        .with_file(args.graph);
+  }
+  const int64_t batch = batch_dim.size() * ranks;
   std::vector<Tensor> fields;
   if (args.data == "synthetic") {
     fields = synthetic_fields(data_inputs, batch * 16, args.seed + 1);
@@ -206,7 +218,15 @@ void train_graph(const TrainArgs& args) {
   session_options.inter_op_threads = args.threads;
   CompileOptions compile_options;
   compile_options.devices = devices_named_by(graph);
-  Session session(compile(graph, compile_options), session_options);
+  std::shared_ptr<const Plan> plan = compile(graph, compile_options);
+  std::unique_ptr<InProcessRanks> world;
+  std::unique_ptr<Session> single;
+  if (ranks > 1) {
+    world = std::make_unique<InProcessRanks>(plan, ranks, session_options);
+  } else {
+    single = std::make_unique<Session>(plan, session_options);
+  }
+  Session& session = world ? world->session(0) : *single;
   auto dataset = std::make_shared<TensorDataset>(fields);
   DataLoader loader(dataset, {.batch_size = batch, .seed = args.seed, .num_workers = 2});
   TrainerOptions options;
@@ -214,9 +234,9 @@ void train_graph(const TrainArgs& args) {
   options.lr = LrSchedule::constant(args.lr);
   options.checkpoint = args.checkpoint;
   options.checkpoint_every = args.checkpoint_every;
-  Trainer trainer(session, info, loader, options);
+  Trainer trainer = world ? Trainer(*world, info, loader, options) : Trainer(session, info, loader, options);
   if (!args.resume.empty()) trainer.resume(args.resume);
-  session.reset_peak_memory();
+  for (int r = 0; r < ranks; ++r) (world ? world->session(r) : session).reset_peak_memory();
   TrainStats stats = args.steps > 0 ? trainer.run_steps(args.steps) : trainer.run_epochs(args.epochs);
   if (!args.save.empty()) {
     bake_state(session, graph);
@@ -228,7 +248,11 @@ void train_graph(const TrainArgs& args) {
   std::printf("final_loss: %.9g\n", stats.last_loss);
   std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
   int64_t peak = 0;
-  for (const DeviceMemoryStats& device : session.memory_stats()) peak += device.stats.peak_bytes;
+  for (int r = 0; r < ranks; ++r) {
+    for (const DeviceMemoryStats& device : (world ? world->session(r) : session).memory_stats()) {
+      peak += device.stats.peak_bytes;
+    }
+  }
   std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(peak));
 }
 
@@ -258,7 +282,7 @@ void train(const TrainArgs& args) {
   options.strategy = strategy_of(args);
   if (args.batch % args.data_parallel != 0) {
     throw Error(ErrorKind::kInvalidArgument, "--batch " + std::to_string(args.batch) + " does not split evenly over " +
-                                                 std::to_string(args.data_parallel) + " data-parallel replicas");
+                                                 std::to_string(args.data_parallel) + " data-parallel ranks");
   }
 
   Tensor train_x, train_y, test_x, test_y;
@@ -287,7 +311,7 @@ void train(const TrainArgs& args) {
   }
 
   if (!args.save_training_graph.empty()) {
-    // One replica's graph: the rewrite gives the step the whole batch.
+    // One rank's program, on its share of the batch.
     models::ClassifierGraph step =
         models::build_classifier(args.model, args.batch / args.data_parallel, /*training=*/true, options.zoo);
     minimize(*step.graph, step.loss, options.optimizer, options.strategy);
@@ -346,8 +370,8 @@ void add_train_command(CLI::App& app) {
                   "with --recompute auto: keep the estimated peak (arena, parameters, optimizer state, data) under "
                   "this many bytes (suffix K, M, G), or fail naming the lowest reachable");
   cmd->add_option("--data-parallel", args->data_parallel,
-                  "replicate the step on N virtual CPU devices (cpu:0..N-1), each on batch/N examples, gradients "
-                  "averaged by AllReduce nodes in the graph (default 1)")
+                  "train on N ranks (threads of an in-process world, rank r on cpu:r), each running the same step "
+                  "program on batch/N examples, gradients averaged by AllReduce nodes in the graph (default 1)")
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--print-losses", args->print_losses,
                 "print every step's loss ('step N loss: X', 9 significant digits) before the result lines");

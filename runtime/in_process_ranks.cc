@@ -42,7 +42,7 @@ InProcessRanks::InProcessRanks(std::shared_ptr<const Plan> plan, int ranks, Sess
   if (options.world) {
     throw Error(ErrorKind::kInvalidArgument, "InProcessRanks makes its own world; SessionOptions::world must be unset");
   }
-  if (world.timeout == InProcessWorldOptions{}.timeout) world.timeout = options.collective_timeout;
+  world.timeout = options.collective_timeout;
   std::vector<std::shared_ptr<World>> worlds = make_in_process_world(ranks, world);
   sessions_.resize(static_cast<size_t>(ranks));
   // The sessions exchange their collective lists as they start: together.

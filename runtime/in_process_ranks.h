@@ -27,7 +27,9 @@ namespace weir {
 
 class InProcessRanks {
  public:
-  // `options.world` must be unset: each rank gets its own of a new world.
+  // `options.world` must be unset: each rank gets its own of a new world,
+  // whose collectives wait `options.collective_timeout` (world.timeout is
+  // ignored).
   InProcessRanks(std::shared_ptr<const Plan> plan, int ranks, SessionOptions options = {},
                  InProcessWorldOptions world = {});
 

@@ -14,7 +14,7 @@ namespace weir {
 
 struct Session::RunState {
   const RunOptions* options = nullptr;
-  uint64_t rng_counter = 0;                            // the session's RNG counter when the run began
+  uint64_t rng_counter = 0;                            // what this run's random kernels draw from
   std::vector<Tensor> values;                          // by plan value index
   std::unique_ptr<std::atomic<int>[]> pending;         // by step: predecessors not yet finished
   std::unique_ptr<std::atomic<int>[]> uses_left;       // by value index
@@ -232,18 +232,21 @@ int Session::rank_of_step(const ScheduleStep& step) const {
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, const RunOptions& options) {
   if (!options_.world || options_.world->size() == 1) return run_once(feeds, options);
+  // The peers would wait for this rank's collectives until they time out:
+  // fail them now, with the reason (the first abort's reason is kept, so a
+  // rank that fails because a peer aborted does not rename the cause).
   const int rank = options_.world->rank();
+  auto abort_peers = [&](const std::exception& e) {
+    abort_collectives("rank " + std::to_string(rank) + " failed: " + e.what());
+  };
   try {
     return run_once(feeds, options);
   } catch (Error& e) {
-    // The peers would wait for this rank's collectives until they time out:
-    // fail them now, with the reason (the first abort's reason is kept, so
-    // a rank that fails because a peer aborted does not rename the cause).
-    abort_collectives("rank " + std::to_string(rank) + " failed: " + e.what());
+    abort_peers(e);
     e.with_rank(rank);
     throw;
   } catch (const std::exception& e) {
-    abort_collectives("rank " + std::to_string(rank) + " failed: " + e.what());
+    abort_peers(e);
     throw;
   }
 }
@@ -257,7 +260,10 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
   const size_t num_steps = schedule.steps.size();
   RunState run;
   run.options = &options;
-  run.rng_counter = rng_counter_.fetch_add(1);
+  // Ranks of a world run one program: their random ops draw from streams
+  // apart by the rank (rank 0's is a one-rank session's).
+  const uint64_t rank = options_.world ? static_cast<uint64_t>(options_.world->rank()) : 0;
+  run.rng_counter = rng_counter_.fetch_add(1) ^ (rank << 40);
   run.values.resize(plan_->values().size());
   for (const auto& [name, tensor] : feeds) {
     const Value* value = graph.find_value(name);
@@ -388,10 +394,7 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   KernelContext ctx(node, std::move(inputs), allocator);
   ctx.set_stream(&stream);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get());
-  // Ranks of a world run one program: their random ops draw from streams
-  // apart by the rank (rank 0's is a one-rank session's).
-  const uint64_t rank = options_.world ? static_cast<uint64_t>(options_.world->rank()) : 0;
-  ctx.set_rng_counter(run.rng_counter ^ (rank << 40));
+  ctx.set_rng_counter(run.rng_counter);
   const MemoryPlan& memory = *run.memory;
   for (size_t o = 0; o < node.num_outputs(); ++o) {
     const BufferSlot* slot = node.output(o) != nullptr ? memory.find(node.output(o)) : nullptr;

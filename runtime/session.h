@@ -75,7 +75,8 @@ struct SessionOptions {
   // Threads that run compute steps, the calling thread included. The default
   // (1) leaves the cores to the kernels' intra-op threads (docs/threads.md).
   int inter_op_threads = 1;
-  // How long a collective waits for the other devices before failing.
+  // How long a collective waits for the other devices before failing
+  // (without a world; a world's communicators have their own timeout).
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(2)};
   // How long the executor waits for one step's event before failing the run
   // with kDevice naming the node (longer than a collective may wait).

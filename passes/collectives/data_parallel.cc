@@ -11,11 +11,6 @@
 namespace weir {
 namespace {
 
-bool has_trait(const Node& node, const OpRegistry& registry, OpTrait trait) {
-  const OpSchema* schema = registry.find(node.op_type(), node.domain());
-  return schema != nullptr && schema->has(trait);
-}
-
 Value* find_or_throw(const Graph& graph, const std::string& name, const char* what) {
   Value* value = graph.find_value(name);
   if (value == nullptr) {
@@ -45,8 +40,9 @@ class Rewrite {
     for (const std::string& name : options_.gradients) roots.push_back(find_or_throw(graph_, name, "gradient"));
     std::set<const Value*> local;
     for (const std::string& name : options_.local_gradients) {
-      local.insert(find_or_throw(graph_, name, "local gradient"));
-      roots.push_back(graph_.find_value(name));
+      Value* gradient = find_or_throw(graph_, name, "local gradient");
+      local.insert(gradient);
+      roots.push_back(gradient);
     }
     per_rank_ = nodes_feeding(roots, /*through_control=*/true);
     for (const Node* node : per_rank_) check_per_rank(*node);
@@ -54,12 +50,11 @@ class Rewrite {
     // What crosses from the per-rank part to the tail, and the scalar graph
     // outputs of the per-rank part, in graph order.
     std::vector<Value*> crossing;
-    std::set<const Value*> seen;
     for (Node* node : graph_.topological_order()) {
       if (!per_rank_.count(node)) continue;
       for (Value* out : node->outputs()) {
-        if (out == nullptr || local.count(out) || !seen.insert(out).second) continue;
-        if (read_by_tail(out) || is_scalar_output(out)) crossing.push_back(out);
+        if (out == nullptr || local.count(out)) continue;
+        if (!tail_uses(out).empty() || is_scalar_output(out)) crossing.push_back(out);
       }
     }
     DataParallelResult result;
@@ -74,7 +69,8 @@ class Rewrite {
 
  private:
   void check_per_rank(const Node& node) const {
-    if (has_trait(node, registry_, OpTrait::kSideEffects)) {
+    const OpSchema* schema = registry_.find(node.op_type(), node.domain());
+    if (schema != nullptr && schema->has(OpTrait::kSideEffects)) {
       throw Error(ErrorKind::kUnsupported, "data-parallel rewrite: node '" + node.name() + "' (" + node.op_type() +
                                                ") has side effects but the loss or a gradient depends on it, so "
                                                "each rank would write its own state from its own share of the "
@@ -84,9 +80,13 @@ class Rewrite {
     }
   }
 
-  bool read_by_tail(const Value* value) const {
-    return std::any_of(value->uses().begin(), value->uses().end(),
-                       [&](const Use& use) { return use.node != nullptr && !per_rank_.count(use.node); });
+  // The uses of `value` by tail nodes.
+  std::vector<Use> tail_uses(const Value* value) const {
+    std::vector<Use> uses;
+    for (const Use& use : value->uses()) {
+      if (use.node != nullptr && !per_rank_.count(use.node)) uses.push_back(use);
+    }
+    return uses;
   }
 
   bool is_output(const Value* value) const {
@@ -100,21 +100,14 @@ class Rewrite {
   // its result. A graph output keeps its name (the rank's own value becomes
   // "<name>/local"), so the loss is found where it was.
   void average(Value* value) {
+    const std::vector<Use> readers = tail_uses(value);
     if (!is_floating(value->dtype())) {
-      const Use* reader = nullptr;
-      for (const Use& use : value->uses()) {
-        if (use.node != nullptr && !per_rank_.count(use.node)) reader = &use;
-      }
+      const std::string reader = readers.empty() ? std::string("?") : readers.back().node->name();
       throw Error(ErrorKind::kUnsupported,
                   "data-parallel rewrite: '" + value->name() + "' (" + value->type().to_string() +
-                      ") is computed by each rank from its share of the batch and read by '" +
-                      (reader != nullptr ? reader->node->name() : std::string("?")) +
+                      ") is computed by each rank from its share of the batch and read by '" + reader +
                       "' after the gradients; only floating-point values can be averaged over the ranks")
-          .with_node(reader != nullptr ? reader->node->name() : value->name());
-    }
-    std::vector<Use> tail_uses;
-    for (const Use& use : value->uses()) {
-      if (use.node != nullptr && !per_rank_.count(use.node)) tail_uses.push_back(use);
+          .with_node(readers.empty() ? value->name() : reader);
     }
     const std::string name = value->name();
     const bool output = is_output(value);
@@ -131,7 +124,7 @@ class Rewrite {
         fresh_name(graph_, name + "/allreduce"));
     if (value->producer() != nullptr && value->producer()->device()) reduce->set_device(*value->producer()->device());
     infer_node_types(*reduce, registry_);
-    for (const Use& use : tail_uses) use.node->set_input(static_cast<size_t>(use.input_index), averaged);
+    for (const Use& use : readers) use.node->set_input(static_cast<size_t>(use.input_index), averaged);
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
       if (graph_.outputs()[i] == value) graph_.set_output(i, averaged);
     }

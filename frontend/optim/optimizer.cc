@@ -9,6 +9,7 @@
 #include "passes/autodiff/autodiff.h"
 #include "passes/collectives/data_parallel.h"
 #include "passes/memory/recompute.h"
+#include "passes/precision/f32_gradient_accumulation.h"
 #include "passes/precision/auto_mixed_precision.h"
 #include "runtime/memory_estimate.h"
 
@@ -260,6 +261,13 @@ TrainingGraph minimize(Graph& graph, const std::string& loss, const OptimizerCon
     pass.run(graph, context);
     result.ranks = data_parallel.ranks;
     result.allreduces = pass.result().allreduces;
+  }
+  // Last, since it removes the gradient Casts the passes above name: their
+  // producers write the f32 gradients themselves.
+  if (amp.enabled) {
+    F32GradientAccumulation accumulate;
+    accumulate.run(graph, context);
+    result.amp_f32_gradient_sums = accumulate.folded_casts();
   }
   return result;
 }

@@ -52,6 +52,7 @@ struct TrainingGraph {
   // and after).
   int amp_low_precision_nodes = 0;
   int amp_casts = 0;
+  int amp_f32_gradient_sums = 0;  // gradient sums written in f32 instead of cast up (F32GradientAccumulation)
   std::string loss_scale{};
   std::vector<std::string> recompute_checkpoints{};
   int recomputed_nodes = 0;

@@ -6,6 +6,7 @@
 #include "ops/elementwise/broadcast.h"
 #include "ops/elementwise/half_bits.h"
 #include "ops/threading.h"
+#include "ops/wide_output.h"
 
 namespace weir {
 
@@ -70,22 +71,26 @@ class SumToShapeKernel final : public OpKernel {
       ctx.fail("cannot sum " + x.type_string() + " to shape " + ctx.input(1).shape().to_string() +
                ": that shape does not broadcast to the input's");
     }
-    Tensor& out = ctx.allocate_output(0, x.dtype(), target);
+    Tensor& out = ctx.allocate_output(0, kernel_output_dtype(ctx, x.dtype()), target);
     BroadcastPlan plan(x.sizes(), x.sizes(), target);
+    // Accumulate in double: a gradient summed over a large batch loses
+    // digits in f32, and f16/bf16 would lose almost everything.
+    std::vector<double> sums(static_cast<size_t>(out.num_elements()), 0.0);
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
-        // Accumulate in double: a gradient summed over a large batch loses
-        // digits in f32, and f16/bf16 would lose almost everything.
-        std::vector<double> sums(static_cast<size_t>(out.num_elements()), 0.0);
         const T* in = x.data<T>();
         const int64_t stride = plan.inner_stride_b();
         plan.for_each([&](int64_t, int64_t x_offset, int64_t sum_offset, int64_t count) {
           for (int64_t i = 0; i < count; ++i) sums[static_cast<size_t>(sum_offset + i * stride)] += load(in[x_offset + i]);
         });
-        T* result = out.data<T>();
-        for (size_t i = 0; i < sums.size(); ++i) result[i] = store<T>(static_cast<ComputeType<T>>(sums[i]));
       } else {
         ctx.fail("needs a floating-point type, got " + x.type_string());
+      }
+    });
+    dispatch_dtype(out.dtype(), [&]<typename T>() {
+      if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+        T* result = out.data<T>();
+        for (size_t i = 0; i < sums.size(); ++i) result[i] = store<T>(static_cast<ComputeType<T>>(sums[i]));
       }
     });
   }

@@ -1,6 +1,7 @@
 // Schemas of the backward ops that the elementwise gradient rules emit.
 #include "ops/elementwise/elementwise_schemas.h"
 #include "ops/shape_inference.h"
+#include "ops/wide_output.h"
 
 namespace weir {
 
@@ -30,8 +31,9 @@ void register_elementwise_backward_schemas(OpRegistry& registry) {
   OpSchema sum_to_shape("SumToShape");
   sum_to_shape.input("X", "T")
       .input("Reference", "")
-      .output("Y", "T")
+      .output("Y", "")
       .type_constraint("T", kGradTypes)
+      .attr(kOutputDtypeAttr, AttrType::kInt, Attribute(int64_t{0}))
       .infer([](InferenceContext& ctx) {
         const TensorType* x = ctx.input_type(0);
         const TensorType* reference = ctx.input_type(1);
@@ -44,10 +46,10 @@ void register_elementwise_backward_schemas(OpRegistry& registry) {
                      x->shape.to_string());
           }
         }
-        ctx.set_output_type(0, TensorType{x->dtype, reference->shape});
+        ctx.set_output_type(0, TensorType{inferred_output_dtype(ctx, x->dtype), reference->shape});
       })
       .doc("X summed over the axes along which Reference's shape broadcasts to X's: the gradient of a "
-           "broadcast input. Only Reference's shape is read.");
+           "broadcast input. Only Reference's shape is read. output_dtype f32 sums bf16/f16 into f32.");
   registry.add(std::move(sum_to_shape));
 }
 

@@ -55,7 +55,7 @@ struct DnnlMatmul::Impl {
     memory::desc b_plain = matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b);
     memory::desc b_desc = p.constant_b ? memory::desc(b_plain.dims(), b_plain.data_type(), memory::format_tag::any) : b_plain;
     memory::desc a_desc = matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a);
-    memory::desc c_desc = matrix_desc(p.dtype, p.batch, p.m, p.n, false);
+    memory::desc c_desc = matrix_desc(p.output_dtype(), p.batch, p.m, p.n, false);
     dnnl::primitive_attr attr = user_scratchpad();
     if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
     if (!p.activation.none()) {
@@ -86,7 +86,7 @@ struct DnnlMatmul::Impl {
     memory a_mem(matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a), engine, const_cast<void*>(a));
     memory b_mem = p.constant_b ? cached->packed_b.get(b, matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), cached->b_wanted, engine, stream)
                                 : memory(matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), engine, const_cast<void*>(b));
-    memory c_mem(matrix_desc(p.dtype, p.batch, p.m, p.n, false), engine, c);
+    memory c_mem(matrix_desc(p.output_dtype(), p.batch, p.m, p.n, false), engine, c);
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
     if (p.bias) {
       args.emplace(DNNL_ARG_BIAS, memory(memory::desc({1, 1, p.n}, dnnl_type(p.dtype), memory::format_tag::abc), engine,
@@ -107,6 +107,9 @@ bool DnnlMatmul::supports(DType dtype) {
 
 void DnnlMatmul::run(const MatmulProblem& problem, const void* a, const void* b, void* c, const void* bias) {
   if (problem.bias && bias == nullptr) throw Error(ErrorKind::kInternal, "a matmul with bias needs the bias");
+  if (problem.output_dtype() != problem.dtype && (problem.output_dtype() != DType::kFloat32 || problem.bias)) {
+    throw Error(ErrorKind::kInternal, "a matmul writes a wider C only as f32 and without bias");
+  }
   // Empty products leave C as allocated: zeros, the sum over an empty k.
   if (problem.batch == 0 || problem.m == 0 || problem.n == 0 || problem.k == 0) return;
   try {
@@ -123,11 +126,16 @@ void DnnlMatmul::run(const MatmulProblem& problem, const void* a, const void* b,
     };
     std::vector<float> wide_a = widen(a, problem.batch * problem.m * problem.k);
     std::vector<float> wide_b = widen(b, problem.batch * problem.k * problem.n);
-    std::vector<float> wide_c(static_cast<size_t>(problem.batch * problem.m * problem.n));
     std::vector<float> wide_bias = problem.bias ? widen(bias, problem.n) : std::vector<float>();
     MatmulProblem f32 = problem;
     f32.dtype = DType::kFloat32;
+    f32.c_dtype = DType::kUndefined;
     f32.constant_b = false;  // the widened copy is new on every call
+    if (problem.output_dtype() == DType::kFloat32) {  // a wide C: the f32 product is the result
+      impl_->execute(f32, wide_a.data(), wide_b.data(), c, nullptr);
+      return;
+    }
+    std::vector<float> wide_c(static_cast<size_t>(problem.batch * problem.m * problem.n));
     impl_->execute(f32, wide_a.data(), wide_b.data(), wide_c.data(), problem.bias ? wide_bias.data() : nullptr);
     auto* out = static_cast<Float16*>(c);
     for (size_t i = 0; i < wide_c.size(); ++i) out[i] = Float16(wide_c[i]);

@@ -24,7 +24,10 @@
 namespace weir {
 
 struct MatmulProblem {
-  DType dtype = DType::kFloat32;  // of A, B and C alike
+  DType dtype = DType::kFloat32;  // of A, B and C alike, unless c_dtype says otherwise
+  // C's dtype when wider than A's and B's (f32 from bf16/f16: a weight
+  // gradient summed over a batch, ops/wide_output.h); undefined: dtype.
+  DType c_dtype = DType::kUndefined;
   int64_t batch = 1;
   int64_t m = 0, k = 0, n = 0;
   bool transpose_a = false;  // A stored as [k, m]
@@ -39,8 +42,10 @@ struct MatmulProblem {
   // reordered once into the layout the primitive prefers, and kept.
   bool constant_b = false;
 
+  DType output_dtype() const { return c_dtype == DType::kUndefined ? dtype : c_dtype; }
+
   auto key() const {
-    return std::make_tuple(dtype, batch, m, k, n, transpose_a, transpose_b, alpha, bias,
+    return std::make_tuple(dtype, c_dtype, batch, m, k, n, transpose_a, transpose_b, alpha, bias,
                            static_cast<int>(activation.kind), activation.alpha, activation.beta, constant_b);
   }
 };

@@ -6,6 +6,7 @@
 #include "core/graph.h"
 #include "ops/gradient_util.h"
 #include "ops/shape_inference.h"
+#include "ops/wide_output.h"
 
 namespace weir {
 
@@ -62,11 +63,14 @@ void infer_gemm(InferenceContext& ctx) {
   const Dim& n = b->shape[trans_b ? 0 : 1];
   check_inner(k_a, k_b, a->shape, b->shape, ctx);
   Shape out{m, n};
-  if (const TensorType* c = ctx.input_type(2); c != nullptr && c->shape.has_rank()) {
+  DType dtype = inferred_output_dtype(ctx, a->dtype);
+  const TensorType* c = ctx.input_type(2);
+  if (c != nullptr && dtype != a->dtype) ctx.fail("a Gemm with a wider output_dtype than its inputs takes no C");
+  if (c != nullptr && c->shape.has_rank()) {
     Shape broadcast = broadcast_shapes(out, c->shape, ctx);
     if (broadcast.rank() != 2) ctx.fail("Gemm's C " + c->shape.to_string() + " does not broadcast to " + out.to_string());
   }
-  ctx.set_output_type(0, TensorType{a->dtype, out});
+  ctx.set_output_type(0, TensorType{dtype, out});
 }
 
 // Transpose of the last two axes of a rank-`rank` value.
@@ -181,8 +185,9 @@ void register_linalg_schemas(OpRegistry& registry) {
   gemm.input("A", "T")
       .input("B", "T")
       .input("C", "T", Arity::kOptional)
-      .output("Y", "T")
+      .output("Y", "")
       .type_constraint("T", kMatmulTypes)
+      .attr(kOutputDtypeAttr, AttrType::kInt, Attribute(int64_t{0}))
       .attr("alpha", AttrType::kFloat, Attribute(1.0))
       .attr("beta", AttrType::kFloat, Attribute(1.0))
       .attr("transA", AttrType::kInt, Attribute(0))
@@ -190,7 +195,8 @@ void register_linalg_schemas(OpRegistry& registry) {
       .infer(infer_gemm)
       .gradient(gemm_gradient)
       .add_traits(OpTrait::kLowPrecisionCompute)
-      .doc("Y = alpha * op(A) * op(B) + beta * C, op transposing when transA/transB is set");
+      .doc("Y = alpha * op(A) * op(B) + beta * C, op transposing when transA/transB is set; Weir's "
+           "output_dtype f32 (no ONNX form) multiplies bf16/f16 into f32, without C");
   registry.add(std::move(gemm));
 
   // What the matmul_fusion pass makes: a MatMul with a 2-D right operand,

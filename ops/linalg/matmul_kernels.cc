@@ -7,6 +7,7 @@
 #include "ops/node_attributes.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/dnnl_matmul.h"
+#include "ops/wide_output.h"
 
 namespace weir {
 
@@ -144,8 +145,14 @@ class GemmKernel final : public OpKernel {
       ctx.fail("inner dimensions differ: op(A) is [" + std::to_string(p.m) + "," + std::to_string(p.k) +
                "], op(B) is [" + std::to_string(k_b) + "," + std::to_string(p.n) + "]");
     }
-    // The product overwrites every element.
-    Tensor& out = ctx.allocate_output(0, a.dtype(), {p.m, p.n}, KernelContext::Fill::kUninitialized);
+    DType out_dtype = kernel_output_dtype(ctx, a.dtype());
+    if (out_dtype != a.dtype()) {
+      if (ctx.has_input(2)) ctx.fail("a wider output_dtype than the inputs' takes no C");
+      p.c_dtype = out_dtype;
+    }
+    // The product overwrites every element, but for an empty inner dimension, whose sum is zero.
+    Tensor& out = ctx.allocate_output(0, out_dtype, {p.m, p.n},
+                                      p.k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     run_matmul(matmul_, p, a.raw_data(), b.raw_data(), out.raw_data());
     if (ctx.has_input(2) && beta_ != 0.0) add_scaled_c(ctx, ctx.input(2), out);
   }

@@ -11,6 +11,7 @@
 #include "ops/nn/channels_last.h"
 #include "ops/nn/dnnl_conv.h"
 #include "ops/threading.h"
+#include "ops/wide_output.h"
 
 namespace weir {
 
@@ -37,11 +38,15 @@ void apply_activation(Tensor& y, const FusedActivation& activation) {
 // (a = d_out, b = weight) or backward weights (a = d_out, b = in), writing
 // `out`. `options` (forward only): the fused activation, channels-last data
 // (oneDNN dtypes only: callers check) and constant weights.
-// `addend` (options.sum): added before the activation.
+// `addend` (options.sum): added before the activation. `out` has a's dtype,
+// or f32 for backward weights from bf16/f16 (a wide output).
 void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p, const Tensor& a, const Tensor& b,
                    const Tensor* bias, Tensor& out, const ConvForwardOptions& options = {},
                    const Tensor* addend = nullptr) {
-  DType dtype = out.dtype();
+  DType dtype = a.dtype();
+  if (out.dtype() != dtype && direction != ConvDirection::kBackwardWeights) {
+    throw Error(ErrorKind::kInternal, "only a convolution's weight gradient may be wider than its inputs");
+  }
   if (DnnlConv::supports(dtype)) {
     const void* bias_data = bias != nullptr ? bias->raw_data() : nullptr;
     switch (direction) {
@@ -50,16 +55,19 @@ void run_direction(DnnlConv& dnnl, ConvDirection direction, const ConvProblem& p
                      addend != nullptr ? addend->raw_data() : nullptr);
         return;
       case ConvDirection::kBackwardData: dnnl.backward_data(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
-      case ConvDirection::kBackwardWeights: dnnl.backward_weights(dtype, p, a.raw_data(), b.raw_data(), out.raw_data()); return;
+      case ConvDirection::kBackwardWeights:
+        dnnl.backward_weights(dtype, p, a.raw_data(), b.raw_data(), out.raw_data(), out.dtype());
+        return;
     }
   }
   if (dtype == DType::kFloat16) {
     Tensor wide_bias = bias != nullptr ? widen(*bias) : Tensor();
-    Tensor wide_out = Tensor::uninitialized(DType::kFloat32, out.sizes());
+    const bool narrow = out.dtype() == DType::kFloat16;
+    Tensor wide_out = narrow ? Tensor::uninitialized(DType::kFloat32, out.sizes()) : out;
     Tensor wide_addend = addend != nullptr ? widen(*addend) : Tensor();
     run_direction(dnnl, direction, p, widen(a), widen(b), bias != nullptr ? &wide_bias : nullptr, wide_out, options,
                   addend != nullptr ? &wide_addend : nullptr);
-    cast_elements(DType::kFloat32, wide_out.raw_data(), DType::kFloat16, out.raw_data(), out.num_elements());
+    if (narrow) cast_elements(DType::kFloat32, wide_out.raw_data(), DType::kFloat16, out.raw_data(), out.num_elements());
     return;
   }
   if (options.channels_last) throw Error(ErrorKind::kInternal, "channels-last convolution needs f32, bf16 or f16");
@@ -235,7 +243,8 @@ class ConvGradKernel final : public OpKernel {
       ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
     }
     bool empty = is_empty(dy.sizes()) || is_empty(w.sizes()) || is_empty(x.sizes());
-    Tensor& grad = ctx.allocate_output(0, dy.dtype(), weight_ ? w.sizes() : x.sizes(),
+    DType grad_dtype = weight_ ? kernel_output_dtype(ctx, dy.dtype()) : dy.dtype();
+    Tensor& grad = ctx.allocate_output(0, grad_dtype, weight_ ? w.sizes() : x.sizes(),
                                        empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (empty) return;
     if (weight_) {
@@ -261,12 +270,15 @@ class ConvGradBiasKernel final : public OpKernel {
     if (dy.rank() < 2) ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; expected [N, C, ...]");
     int64_t batch = dy.sizes()[0], channels = dy.sizes()[1];
     int64_t plane = batch * channels == 0 ? 0 : dy.num_elements() / (batch * channels);
-    Tensor& db = ctx.allocate_output(0, dy.dtype(), {channels}, KernelContext::Fill::kUninitialized);
+    Tensor& db = ctx.allocate_output(0, kernel_output_dtype(ctx, dy.dtype()), {channels},
+                                     KernelContext::Fill::kUninitialized);
+    const bool wide = db.dtype() != dy.dtype();
     dispatch_dtype(dy.dtype(), [&]<typename T>() {
       if constexpr (!std::is_same_v<T, bool>) {
         using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
         const T* in = dy.data<T>();
-        T* out = db.data<T>();
+        T* out = wide ? nullptr : db.data<T>();
+        float* wide_out = wide ? db.data<float>() : nullptr;
         parallel_for(channels, 1, [&](int64_t begin, int64_t end) {
           // Eight running sums: independent additions the compiler turns
           // into one vector add per eight elements (a single sum is a serial
@@ -284,7 +296,11 @@ class ConvGradBiasKernel final : public OpKernel {
             }
             C sum = 0;
             for (C lane : lanes) sum += lane;
-            out[k] = store<T>(static_cast<ComputeType<T>>(sum));
+            if (wide) {
+              wide_out[k] = static_cast<float>(sum);
+            } else {
+              out[k] = store<T>(static_cast<ComputeType<T>>(sum));
+            }
           }
         });
       }

@@ -6,6 +6,7 @@
 #include "ops/nn/channels_last.h"
 #include "ops/nn/conv_problem.h"
 #include "ops/shape_inference.h"
+#include "ops/wide_output.h"
 
 namespace weir {
 
@@ -111,18 +112,25 @@ OpSchema conv(const char* name, ConvKind kind, const char* doc) {
 }
 
 // A backward op: inputs named by `inputs`, output typed like input `like`.
-OpSchema conv_backward(const char* name, std::vector<const char*> inputs, size_t like, const char* doc) {
+// `widening`: the gradient is a sum over the batch, which output_dtype may
+// ask for in f32 (ops/wide_output.h).
+OpSchema conv_backward(const char* name, std::vector<const char*> inputs, size_t like, bool widening, const char* doc) {
   OpSchema schema(name);
   for (const char* input : inputs) schema.input(input, "T");
-  schema.output("grad", "T").type_constraint("T", kConvTypes);
+  schema.output("grad", widening ? "" : "T").type_constraint("T", kConvTypes);
   conv_attributes(schema);
   schema.attr("output_padding", AttrType::kInts)
       .attr("output_shape", AttrType::kInts)
       .attr("transposed", AttrType::kInt, Attribute(int64_t{0}))
-      .infer([like](InferenceContext& ctx) {
-        if (const TensorType* type = ctx.input_type(like)) ctx.set_output_type(0, *type);
+      .infer([like, widening](InferenceContext& ctx) {
+        const TensorType* type = ctx.input_type(like);
+        if (type == nullptr) return;
+        const TensorType* dy = ctx.input_type(0);
+        DType dtype = widening && dy != nullptr ? inferred_output_dtype(ctx, dy->dtype) : type->dtype;
+        ctx.set_output_type(0, {dtype, type->shape});
       })
       .doc(doc);
+  if (widening) schema.attr(kOutputDtypeAttr, AttrType::kInt, Attribute(int64_t{0}));
   return schema;
 }
 
@@ -172,25 +180,28 @@ void register_conv_schemas(OpRegistry& registry) {
   registry.add(std::move(conv("ConvTranspose", ConvKind::kTranspose,
                               "transposed convolution of X [N, C, ...] with W [C, K/group, k...], plus B [K]")
                              .add_traits(OpTrait::kLowPrecisionCompute)));
-  registry.add(conv_backward("ConvGradData", {"dY", "W", "X"}, 2,
+  registry.add(conv_backward("ConvGradData", {"dY", "W", "X"}, 2, /*widening=*/false,
                              "gradient of Conv (or ConvTranspose when transposed=1) with respect to X"));
-  registry.add(conv_backward("ConvGradWeight", {"dY", "X", "W"}, 2,
-                             "gradient of Conv (or ConvTranspose when transposed=1) with respect to W"));
+  registry.add(conv_backward("ConvGradWeight", {"dY", "X", "W"}, 2, /*widening=*/true,
+                             "gradient of Conv (or ConvTranspose when transposed=1) with respect to W; "
+                             "output_dtype f32 sums bf16/f16 into f32"));
   OpSchema bias("ConvGradBias");
   bias.input("dY", "T")
-      .output("dB", "T")
+      .output("dB", "")
       .type_constraint("T", kConvTypes)
+      .attr(kOutputDtypeAttr, AttrType::kInt, Attribute(int64_t{0}))
       .infer([](InferenceContext& ctx) {
         const TensorType* dy = ctx.input_type(0);
         if (dy == nullptr) return;
         if (!dy->shape.has_rank()) {
-          ctx.set_output_type(0, {dy->dtype, Shape{symbolic_dim(ctx, 0)}});
+          ctx.set_output_type(0, {inferred_output_dtype(ctx, dy->dtype), Shape{symbolic_dim(ctx, 0)}});
           return;
         }
         if (dy->shape.rank() < 2) ctx.fail("dY " + dy->shape.to_string() + " has no channel axis");
-        ctx.set_output_type(0, {dy->dtype, Shape{dy->shape[1]}});
+        ctx.set_output_type(0, {inferred_output_dtype(ctx, dy->dtype), Shape{dy->shape[1]}});
       })
-      .doc("sum of dY over every axis but the channel axis 1: the gradient of a convolution's bias");
+      .doc("sum of dY over every axis but the channel axis 1: the gradient of a convolution's bias; "
+           "output_dtype f32 sums bf16/f16 into f32");
   registry.add(std::move(bias));
 }
 

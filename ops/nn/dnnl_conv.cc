@@ -43,13 +43,15 @@ struct Descs {
   memory::desc in, weight, out, bias;  // plain user layouts
 };
 
-Descs plain_descs(DType dtype, const ConvProblem& p, bool channels_last) {
+// `weight_dtype`: the weights' (or their gradient's) when not `dtype`.
+Descs plain_descs(DType dtype, const ConvProblem& p, bool channels_last, DType weight_dtype = DType::kUndefined) {
   static const Tag first_tags[] = {Tag::ncw, Tag::nchw, Tag::ncdhw};
   static const Tag last_tags[] = {Tag::nwc, Tag::nhwc, Tag::ndhwc};
   const Tag* data_tags = channels_last ? last_tags : first_tags;
   static const Tag weight_tags[] = {Tag::oiw, Tag::oihw, Tag::oidhw};
   static const Tag group_tags[] = {Tag::goiw, Tag::goihw, Tag::goidhw};
   memory::data_type type = dnnl_type(dtype);
+  memory::data_type weight_type = weight_dtype == DType::kUndefined ? type : dnnl_type(weight_dtype);
   size_t r = p.spatial_rank - 1;
   Descs d;
   d.in = memory::desc(memory::dims(p.in_sizes()), type, data_tags[r]);
@@ -58,11 +60,11 @@ Descs plain_descs(DType dtype, const ConvProblem& p, bool channels_last) {
   if (p.group == 1) {
     memory::dims w = {p.out_channels, p.in_channels};
     w.insert(w.end(), kernel.begin(), kernel.end());
-    d.weight = memory::desc(w, type, weight_tags[r]);
+    d.weight = memory::desc(w, weight_type, weight_tags[r]);
   } else {
     memory::dims w = {p.group, p.out_channels / p.group, p.in_channels / p.group};
     w.insert(w.end(), kernel.begin(), kernel.end());
-    d.weight = memory::desc(w, type, group_tags[r]);
+    d.weight = memory::desc(w, weight_type, group_tags[r]);
   }
   d.bias = memory::desc({p.out_channels}, type, Tag::x);
   return d;
@@ -168,20 +170,20 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const ConvP
 struct DnnlConv::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
-  using Key = std::tuple<Direction, DType, bool, int, float, float, bool, bool, int, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
+  using Key = std::tuple<Direction, DType, DType, bool, int, float, float, bool, bool, int, int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>>;
   std::map<Key, std::shared_ptr<Cached>> cache;
 
-  std::shared_ptr<Cached> get(Direction direction, DType dtype, const ConvProblem& p, bool with_bias,
+  std::shared_ptr<Cached> get(Direction direction, DType dtype, DType result_dtype, const ConvProblem& p, bool with_bias,
                               const ConvForwardOptions& options) {
     const FusedActivation& act = options.activation;
-    Key key{direction, dtype, with_bias, static_cast<int>(act.kind), act.alpha, act.beta, options.channels_last, options.sum, static_cast<int>(options.winograd), p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
+    Key key{direction, dtype, result_dtype, with_bias, static_cast<int>(act.kind), act.alpha, act.beta, options.channels_last, options.sum, static_cast<int>(options.winograd), p.batch, p.in_channels, p.out_channels, p.group, p.spatial_rank, p.in, p.out,
             p.kernel, p.strides, p.dilations, p.pads_begin, p.pads_end};
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(key);
     if (found != cache.end()) return found->second;
-    std::shared_ptr<Cached> created = build(direction, dtype, p, with_bias, options);
+    std::shared_ptr<Cached> created = build(direction, dtype, result_dtype, p, with_bias, options);
     cache.emplace(key, created);
     return created;
   }
@@ -203,8 +205,9 @@ struct DnnlConv::Impl {
     return c;
   }
 
-  std::shared_ptr<Cached> build(Direction direction, DType dtype, const ConvProblem& p, bool with_bias,
-                                const ConvForwardOptions& options) {
+  // `result_dtype`: the output's, `dtype` but for a wide weight gradient (f32 from bf16).
+  std::shared_ptr<Cached> build(Direction direction, DType dtype, DType result_dtype, const ConvProblem& p,
+                                bool with_bias, const ConvForwardOptions& options) {
     Descs d = plain_descs(dtype, p, options.channels_last);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -240,13 +243,14 @@ struct DnnlConv::Impl {
                                                 Operand(DNNL_ARG_DIFF_SRC, d.in, pd.diff_src_desc(), true, engine),
                                                 std::nullopt, {}, {}, {}, std::nullopt});
     }
+    const memory::desc diff_weight = plain_descs(dtype, p, options.channels_last, result_dtype).weight;
     dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, any_like(d.in),
-                                                  any_like(d.weight), any_like(d.out), strides, dilates, pl, pr);
+                                                  any_like(diff_weight), any_like(d.out), strides, dilates, pl, pr);
     dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine, hint);
     return std::shared_ptr<Cached>(new Cached{dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(),
                                               {Operand(DNNL_ARG_DIFF_DST, d.out, pd.diff_dst_desc(), false, engine),
                                                Operand(DNNL_ARG_SRC, d.in, pd.src_desc(), false, engine)},
-                                              Operand(DNNL_ARG_DIFF_WEIGHTS, d.weight, pd.diff_weights_desc(), true, engine),
+                                              Operand(DNNL_ARG_DIFF_WEIGHTS, diff_weight, pd.diff_weights_desc(), true, engine),
                                               std::nullopt, {}, {}, {}, std::nullopt});
   }
 
@@ -272,8 +276,10 @@ struct DnnlConv::Impl {
   }
 
   void run(Direction direction, DType dtype, const ConvProblem& p, const void* a, const void* b, const void* bias,
-           void* result, const ConvForwardOptions& options = {}, const void* addend = nullptr) {
-    std::shared_ptr<Cached> c = get(direction, dtype, p, bias != nullptr, options);
+           void* result, const ConvForwardOptions& options = {}, const void* addend = nullptr,
+           DType result_dtype = DType::kUndefined) {
+    std::shared_ptr<Cached> c =
+        get(direction, dtype, result_dtype == DType::kUndefined ? dtype : result_dtype, p, bias != nullptr, options);
     std::unique_lock<std::mutex> own_state(c->busy, std::try_to_lock);
     std::unique_ptr<RunState> local;
     if (own_state.owns_lock() && !c->state) c->state = make_state(*c);
@@ -335,8 +341,10 @@ void DnnlConv::backward_data(DType dtype, const ConvProblem& p, const void* d_ou
 }
 
 void DnnlConv::backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in,
-                                void* d_weight) {
-  guarded("backward-weights", [&] { impl_->run(Direction::kBackwardWeights, dtype, p, d_out, in, nullptr, d_weight); });
+                                void* d_weight, DType weight_dtype) {
+  guarded("backward-weights", [&] {
+    impl_->run(Direction::kBackwardWeights, dtype, p, d_out, in, nullptr, d_weight, {}, nullptr, weight_dtype);
+  });
 }
 
 }  // namespace weir

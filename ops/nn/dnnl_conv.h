@@ -53,7 +53,10 @@ class DnnlConv {
   void forward(DType dtype, const ConvProblem& p, const void* in, const void* weight, const void* bias, void* out,
                const ConvForwardOptions& options = {}, const void* addend = nullptr);
   void backward_data(DType dtype, const ConvProblem& p, const void* d_out, const void* weight, void* d_in);
-  void backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in, void* d_weight);
+  // `weight_dtype`: d_weight's, `dtype` or f32 from bf16 (oneDNN sums in f32
+  // either way; f32 skips the rounding).
+  void backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in, void* d_weight,
+                        DType weight_dtype);
 
  private:
   struct Impl;

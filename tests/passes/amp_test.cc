@@ -1,16 +1,22 @@
 // Mixed precision (passes/precision/auto_mixed_precision and minimize()'s
 // loss scaling): casts only at the boundaries, each value cast once, the
 // allow/deny lists honoured, bf16 training close to f32 with f32 master
-// weights, and fp16 loss scaling skipping overflowed steps.
+// weights, fp16 loss scaling skipping overflowed steps, and gradient sums
+// written in f32 instead of cast up from bf16 (F32GradientAccumulation).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
 #include "core/error.h"
+#include "core/verifier.h"
 #include "frontend/optim/optimizer.h"
 #include "models/zoo.h"
+#include "ops/graph_evaluator.h"
+#include "ops/wide_output.h"
 #include "passes/precision/auto_mixed_precision.h"
+#include "passes/precision/f32_gradient_accumulation.h"
+#include "tests/ops/op_test_util.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
@@ -109,6 +115,72 @@ TEST(AutoMixedPrecision, Bf16TrainingTracksF32) {
     // where a gradient is near zero bf16 rounding can flip its step: the
     // weights drift apart by a few percent in five steps, not more.
     EXPECT_LT(std::sqrt(diff / norm), 0.1) << name;
+  }
+}
+
+// A weight gradient's shape: Neg(Cast<f32>(Gemm(A^T, B))) with A [64, 48] and
+// B [64, 40] in bf16 (a batch of 64 summed), and a second Cast of a Gemm
+// whose bf16 product is also read elsewhere (left alone).
+TEST(F32GradientAccumulation, WritesTheSumInF32AndDropsTheCast) {
+  Graph g("weight_gradient");
+  Value* a = g.add_input("a", {DType::kBFloat16, Shape{64, 48}});
+  Value* b = g.add_input("b", {DType::kBFloat16, Shape{64, 40}});
+  Node* gemm = g.add_node("Gemm", {a, b}, 1, {{"transA", Attribute(int64_t{1})}}, "dW");
+  Node* cast = g.add_node("Cast", {gemm->output(0)}, 1, {{"to", Attribute(static_cast<int64_t>(DType::kFloat32))}}, "dW/to_f32");
+  g.add_output(g.add_node("Neg", {cast->output(0)}, 1, {}, "use")->output(0));
+  Node* shared = g.add_node("Gemm", {a, b}, 1, {{"transA", Attribute(int64_t{1})}}, "shared");
+  Node* shared_cast = g.add_node("Cast", {shared->output(0)}, 1, {{"to", Attribute(static_cast<int64_t>(DType::kFloat32))}}, "shared/to_f32");
+  g.add_output(shared_cast->output(0));
+  g.add_output(shared->output(0));
+  infer_graph_types(g, default_op_registry());
+
+  std::map<std::string, Tensor> feeds = {
+      {"a", testing::make_tensor(DType::kBFloat16, testing::random_values(DType::kBFloat16, 64 * 48, 1), {64, 48})},
+      {"b", testing::make_tensor(DType::kBFloat16, testing::random_values(DType::kBFloat16, 64 * 40, 2), {64, 40})}};
+  std::vector<double> av = testing::to_doubles(feeds["a"]), bv = testing::to_doubles(feeds["b"]);  // as rounded
+  std::vector<double> before = testing::to_doubles(evaluate_graph(g, feeds)[0]);
+  PassContext ctx;
+  F32GradientAccumulation pass;
+  ASSERT_TRUE(pass.run(g, ctx));
+  EXPECT_EQ(pass.folded_casts(), 1);
+  EXPECT_EQ(g.find_node("dW/to_f32"), nullptr);
+  ASSERT_NE(g.find_node("shared/to_f32"), nullptr) << "its bf16 product has another reader";
+  EXPECT_EQ(g.find_node("dW")->attr(kOutputDtypeAttr).i(), static_cast<int64_t>(DType::kFloat32));
+  EXPECT_EQ(g.find_node("dW")->output(0)->dtype(), DType::kFloat32);
+  verify_graph(g, default_op_registry());
+  std::vector<double> after = testing::to_doubles(evaluate_graph(g, feeds)[0]);
+
+  // Against the f64 sum of the same bf16 values: the rewritten graph to f32
+  // rounding, the original only to bf16's.
+  double after_error = 0, before_error = 0, largest = 0;
+  for (int64_t i = 0; i < 48; ++i) {
+    for (int64_t j = 0; j < 40; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < 64; ++k) sum += av[static_cast<size_t>(k * 48 + i)] * bv[static_cast<size_t>(k * 40 + j)];
+      size_t at = static_cast<size_t>(i * 40 + j);
+      largest = std::max(largest, std::abs(sum));
+      after_error = std::max(after_error, std::abs(after[at] + sum));
+      before_error = std::max(before_error, std::abs(before[at] + sum));
+    }
+  }
+  EXPECT_LT(after_error, 1e-5 * largest);
+  EXPECT_GT(before_error, 1e-4 * largest) << "bf16 rounding should show before the rewrite";
+}
+
+TEST(F32GradientAccumulation, MinimizeWritesEveryLenetWeightGradientInF32) {
+  models::ClassifierGraph lenet = models::build_classifier("lenet", 8, true);
+  Strategy strategy;
+  strategy.amp.enabled = true;
+  TrainingGraph step = minimize(*lenet.graph, lenet.loss, {.kind = OptimizerKind::kAdam}, strategy);
+  // Two convolutions (weight and bias) and two fully connected layers
+  // (Gemm and SumToShape): eight gradient sums.
+  EXPECT_EQ(step.amp_f32_gradient_sums, 8);
+  for (const Node* node : lenet.graph->nodes()) {
+    if (node->op_type() != "Adam") continue;
+    const Node* producer = node->input(1)->producer();
+    ASSERT_NE(producer, nullptr);
+    EXPECT_NE(producer->op_type(), "Cast") << node->name() << " reads a cast gradient";
+    EXPECT_EQ(node->input(1)->dtype(), DType::kFloat32) << node->name();
   }
 }
 

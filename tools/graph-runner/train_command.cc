@@ -82,8 +82,9 @@ Strategy strategy_of(const TrainArgs& args) {
 
 void report_strategy(const TrainingGraph& step, const Strategy& strategy) {
   if (strategy.amp.enabled) {
-    std::printf("amp: %s, %d nodes in low precision, %d casts%s\n", std::string(dtype_name(strategy.amp.dtype)).c_str(),
-                step.amp_low_precision_nodes, step.amp_casts, step.loss_scale.empty() ? "" : ", dynamic loss scaling");
+    std::printf("amp: %s, %d nodes in low precision, %d casts, %d gradient sums written in f32%s\n",
+                std::string(dtype_name(strategy.amp.dtype)).c_str(), step.amp_low_precision_nodes, step.amp_casts,
+                step.amp_f32_gradient_sums, step.loss_scale.empty() ? "" : ", dynamic loss scaling");
   }
   if (strategy.recompute.mode != RecomputeMode::kOff) {
     std::printf("recompute: %zu checkpoints, %d nodes recomputed, estimated peak %lld -> %lld bytes\n",

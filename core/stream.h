@@ -77,6 +77,10 @@ class Stream {
   virtual std::shared_ptr<Event> record() = 0;
   // Work launched after this call starts only once `event` has completed.
   virtual void wait(std::shared_ptr<Event> event) = 0;
+  // The device API's own handle (a cudaStream_t), for code that enqueues
+  // device work itself, such as a plugin's CUDA kernel; nullptr for host
+  // streams.
+  virtual void* native_handle() const { return nullptr; }
 };
 
 }  // namespace weir

@@ -51,28 +51,36 @@ void KernelContext::fail(const std::string& message) const {
   throw Error(ErrorKind::kShape, node_.op_type() + " '" + node_.name() + "': " + message).with_node(node_.name());
 }
 
-void KernelRegistry::add(const std::string& op_type, DeviceType device, const std::vector<DType>& dtypes,
+namespace {
+
+const char* device_label(DeviceType device) { return device == DeviceType::kCpu ? "CPU" : "CUDA"; }
+
+}  // namespace
+
+void KernelRegistry::add(const KernelOp& op, DeviceType device, const std::vector<DType>& dtypes,
                          KernelFactory factory) {
+  // Check every key first, so a refused registration adds nothing.
   for (DType dtype : dtypes) {
-    if (!factories_.emplace(std::make_tuple(op_type, device, dtype), factory).second) {
-      throw Error(ErrorKind::kInternal, "kernel for " + op_type + " (" + std::string(dtype_name(dtype)) +
-                                            ") is registered twice");
+    if (find(op, device, dtype) != nullptr) {
+      throw Error(ErrorKind::kInternal, std::string(device_label(device)) + " kernel for " + op.to_string() + " (" +
+                                            std::string(dtype_name(dtype)) + ") is registered twice");
     }
   }
+  for (DType dtype : dtypes) factories_.emplace(std::make_tuple(op.domain, op.type, device, dtype), factory);
 }
 
-const KernelFactory* KernelRegistry::find(const std::string& op_type, DeviceType device, DType dtype) const {
-  auto it = factories_.find(std::make_tuple(op_type, device, dtype));
+const KernelFactory* KernelRegistry::find(const KernelOp& op, DeviceType device, DType dtype) const {
+  auto it = factories_.find(std::make_tuple(op.domain, op.type, device, dtype));
   return it == factories_.end() ? nullptr : &it->second;
 }
 
 std::unique_ptr<OpKernel> KernelRegistry::create(const Node& node, DeviceType device) const {
   DType dtype = kernel_dtype(node);
-  const KernelFactory* factory = find(node.op_type(), device, dtype);
+  KernelOp op(node.domain(), node.op_type());
+  const KernelFactory* factory = find(op, device, dtype);
   if (factory == nullptr) {
-    throw Error(ErrorKind::kUnsupported,
-                "no " + std::string(device == DeviceType::kCpu ? "CPU" : "CUDA") + " kernel for " + node.op_type() +
-                    " with " + std::string(dtype_name(dtype)) + " inputs")
+    throw Error(ErrorKind::kUnsupported, "no " + std::string(device_label(device)) + " kernel for " + op.to_string() +
+                                             " with " + std::string(dtype_name(dtype)) + " inputs")
         .with_node(node.name());
   }
   return (*factory)(node);

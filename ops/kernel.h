@@ -3,11 +3,14 @@
 // A kernel is created once per node (when a plan is built), reading the
 // node's attributes and preparing whatever it can (oneDNN primitives, cuDNN
 // descriptors); compute() then runs many times. The registry maps
-// (op type, device type, dtype) to a factory. The dtype key is the dtype of
-// the node's first present input, which is what selects the arithmetic.
+// (domain, op type, device type, dtype) to a factory, so a plugin's
+// "com.acme" Relu and Weir's own Relu are different kernels, and an op can
+// have a CPU and a CUDA kernel. The dtype key is the dtype of the node's
+// first present input, which is what selects the arithmetic.
 //
-//   registry.add("Relu", DeviceType::kCpu, {DType::kFloat32},
+//   registry.add("Relu", DeviceType::kCpu, {DType::kFloat32},        // Weir's own op (domain "")
 //                [](const Node& node) { return std::make_unique<ReluKernel>(node); });
+//   registry.add({"com.acme", "Gate"}, DeviceType::kCuda, {DType::kFloat32}, gate_factory);
 //
 //   std::unique_ptr<OpKernel> kernel = registry.create(node, DeviceType::kCpu);
 //   KernelContext ctx(node, {x}, cpu_allocator());
@@ -113,19 +116,32 @@ class OpKernel {
 
 using KernelFactory = std::function<std::unique_ptr<OpKernel>(const Node& node)>;
 
+// An op as kernels are registered under it: its domain ("" for Weir's own
+// and ONNX's ops) and type.
+struct KernelOp {
+  std::string domain;
+  std::string type;
+
+  KernelOp(const char* op_type) : type(op_type) {}  // NOLINT: Weir's own ops by name
+  KernelOp(std::string op_type) : type(std::move(op_type)) {}  // NOLINT
+  KernelOp(std::string op_domain, std::string op_type) : domain(std::move(op_domain)), type(std::move(op_type)) {}
+  // "Relu", or "com.acme.Gate" for an op of another domain.
+  std::string to_string() const { return domain.empty() ? type : domain + "." + type; }
+};
+
 class KernelRegistry {
  public:
   // Registers `factory` for each dtype; throws when a key is taken twice.
-  void add(const std::string& op_type, DeviceType device, const std::vector<DType>& dtypes,
-           KernelFactory factory);
-  const KernelFactory* find(const std::string& op_type, DeviceType device, DType dtype) const;
-  // Creates the kernel for `node` on `device`; throws weir::Error(kUnsupported)
-  // naming the node, op, device and dtype when none is registered.
+  void add(const KernelOp& op, DeviceType device, const std::vector<DType>& dtypes, KernelFactory factory);
+  const KernelFactory* find(const KernelOp& op, DeviceType device, DType dtype) const;
+  // Creates the kernel for `node` (its domain and op type) on `device`; throws
+  // weir::Error(kUnsupported) naming the node, op, device and dtype when none
+  // is registered.
   std::unique_ptr<OpKernel> create(const Node& node, DeviceType device) const;
   size_t size() const { return factories_.size(); }
 
  private:
-  std::map<std::tuple<std::string, DeviceType, DType>, KernelFactory> factories_;
+  std::map<std::tuple<std::string, std::string, DeviceType, DType>, KernelFactory> factories_;
 };
 
 // The dtype that selects a node's kernel: that of its first present input,

@@ -3,7 +3,8 @@
  * A plugin exports one function, weir_plugin_entry, returning a static
  * description of its ops. Weir loads it with dlopen (graph-runner --plugin
  * LIB.so, or weir::load_plugin in C++), checks the ABI version, and
- * registers each op's schema and CPU kernel. Only C types cross this
+ * registers each op's schema and its kernel for the device the op's
+ * description names (the CPU unless it says otherwise). Only C types cross this
  * boundary: no C++ objects, no exceptions. Every callback that can fail
  * returns WEIR_STATUS_OK or WEIR_STATUS_ERROR and writes a message into the
  * buffer it is given.
@@ -64,6 +65,14 @@ enum WeirDType {
 
 enum WeirAttrType { WEIR_ATTR_INT = 0, WEIR_ATTR_FLOAT = 1, WEIR_ATTR_STRING = 2 };
 
+/* WeirOpDef.device: where an op's compute function runs. Its inputs and
+ * outputs live on that device; a CUDA kernel enqueues its work on
+ * WeirKernelContext.stream (a cudaStream_t) and returns without waiting. To
+ * give one op kernels for several devices, describe it once per device: the
+ * first description defines the op (schema, inference), the others must
+ * declare the same inputs, outputs and attributes and add their kernel. */
+enum WeirDeviceType { WEIR_DEVICE_CPU = 0, WEIR_DEVICE_CUDA = 1 };
+
 /* WeirOpDef.flags. Without WEIR_OP_FLAG_PURE an op is treated as stateful:
  * passes never fold it at compile time nor merge two identical nodes of it. */
 enum WeirOpFlag { WEIR_OP_FLAG_PURE = 1 /* same inputs, same outputs; no side effects */ };
@@ -120,7 +129,7 @@ typedef struct WeirKernelContext {
   const WeirTensor* (*allocate_output)(void* opaque, int32_t index, int32_t dtype, int32_t rank,
                                        const int64_t* sizes);
   void* opaque;
-  void* stream; /* reserved for GPU kernels (a cudaStream_t); NULL on the CPU */
+  void* stream; /* a CUDA kernel's cudaStream_t; NULL on the CPU */
 } WeirKernelContext;
 
 typedef struct WeirOpDef {
@@ -143,6 +152,7 @@ typedef struct WeirOpDef {
   void (*destroy)(void* state); /* optional */
   const char* doc;              /* optional */
   int32_t flags;                /* optional: WeirOpFlag bits; default 0 (stateful) */
+  int32_t device;               /* optional: WeirDeviceType of compute; default WEIR_DEVICE_CPU */
 } WeirOpDef;
 
 typedef struct WeirPluginInfo {

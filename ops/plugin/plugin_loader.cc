@@ -46,9 +46,11 @@ struct OpDef {
   decltype(WeirOpDef::destroy) destroy = nullptr;
   std::string doc;
   bool pure = false;
+  DeviceType device = DeviceType::kCpu;
   std::shared_ptr<void> library;
 
   std::string label() const { return "plugin '" + plugin + "' op '" + name + "'"; }
+  KernelOp kernel_op() const { return KernelOp(domain, name); }
 };
 
 // Attribute reads for the plugin: the node's value, else the schema default.
@@ -202,7 +204,8 @@ class PluginKernel final : public OpKernel {
       }
     };
     WeirKernelContext c{sizeof(WeirKernelContext), static_cast<int32_t>(inputs.size()), inputs.data(),
-                        static_cast<int32_t>(ctx.num_outputs()), allocate, &call, nullptr};
+                        static_cast<int32_t>(ctx.num_outputs()), allocate, &call,
+                        ctx.stream() != nullptr ? ctx.stream()->native_handle() : nullptr};
     ErrorBuffer error;
     int32_t status = def_->compute(state_, &c, error.text, kErrorBytes);
     if (status != WEIR_STATUS_OK) {
@@ -280,6 +283,14 @@ std::shared_ptr<OpDef> read_op(const WeirOpDef& op, const std::string& plugin, c
   def->destroy = op.struct_size > offsetof(WeirOpDef, destroy) ? op.destroy : nullptr;
   def->doc = op.struct_size > offsetof(WeirOpDef, doc) && op.doc != nullptr ? op.doc : "";
   def->pure = op.struct_size > offsetof(WeirOpDef, flags) && (op.flags & WEIR_OP_FLAG_PURE) != 0;
+  const int32_t device = op.struct_size > offsetof(WeirOpDef, device) ? op.device : WEIR_DEVICE_CPU;
+  switch (device) {
+    case WEIR_DEVICE_CPU: def->device = DeviceType::kCpu; break;
+    case WEIR_DEVICE_CUDA: def->device = DeviceType::kCuda; break;
+    default:
+      throw fail("op '" + def->name + "': unknown device code " + std::to_string(device) + " (" +
+                 std::to_string(WEIR_DEVICE_CPU) + ": CPU, " + std::to_string(WEIR_DEVICE_CUDA) + ": CUDA)");
+  }
   return def;
 }
 
@@ -324,16 +335,42 @@ LoadedPlugin load_plugin(const std::filesystem::path& path, OpRegistry& ops, Ker
   LoadedPlugin loaded;
   loaded.name = info->name != nullptr ? info->name : path.stem().string();
   loaded.library = library;
-  // Read and check everything first, so a bad op registers nothing.
+  // Read and check everything first, so a bad op registers nothing. An op
+  // described again (for another device) adds a kernel to the first
+  // description's op.
   std::vector<std::shared_ptr<OpDef>> defs;
+  std::map<std::pair<std::string, std::string>, const OpDef*> first_of;
   for (int32_t i = 0; i < info->num_ops; ++i) {
     defs.push_back(read_op(info->ops[i], loaded.name, file, library));
-    if (ops.find(defs.back()->name, defs.back()->domain) != nullptr) {
-      throw Error(ErrorKind::kInvalidArgument, "plugin '" + loaded.name + "': op '" + defs.back()->name +
-                                                   "' is already registered").with_file(file);
+    const OpDef& def = *defs.back();
+    auto refuse = [&](const std::string& why) {
+      return Error(ErrorKind::kInvalidArgument, "plugin '" + loaded.name + "': op '" + def.kernel_op().to_string() +
+                                                    "' " + why).with_file(file);
+    };
+    if (ops.find(def.name, def.domain) != nullptr) throw refuse("is already registered");
+    auto [first, inserted] = first_of.emplace(std::make_pair(def.domain, def.name), &def);
+    if (inserted) continue;
+    const OpDef& defined = *first->second;
+    for (const std::shared_ptr<OpDef>& other : defs) {
+      if (other.get() != &def && other->kernel_op().to_string() == def.kernel_op().to_string() && other->device == def.device) {
+        throw refuse("is described twice for the " + std::string(def.device == DeviceType::kCpu ? "CPU" : "CUDA"));
+      }
+    }
+    std::vector<std::string> attributes, defined_attributes;
+    for (const AttributeSpec& spec : def.attributes) attributes.push_back(spec.name);
+    for (const AttributeSpec& spec : defined.attributes) defined_attributes.push_back(spec.name);
+    if (def.inputs != defined.inputs || def.outputs != defined.outputs || attributes != defined_attributes) {
+      throw refuse("is described again for another device with other inputs, outputs or attributes than its "
+                   "first description");
     }
   }
   for (const std::shared_ptr<OpDef>& def : defs) {
+    std::shared_ptr<const OpDef> shared = def;
+    auto kernel = [shared](const Node& node) { return std::make_unique<PluginKernel>(node, shared); };
+    if (first_of.at({def->domain, def->name}) != def.get()) {  // another device's kernel for an op defined above
+      kernels.add(def->kernel_op(), def->device, def->dtypes, kernel);
+      continue;
+    }
     OpSchema schema(def->name, def->domain);
     for (size_t i = 0; i < def->inputs.size(); ++i) schema.input(def->inputs[i], i == 0 ? "T" : "");
     for (const std::string& out : def->outputs) schema.output(out, "");
@@ -345,14 +382,12 @@ LoadedPlugin load_plugin(const std::filesystem::path& path, OpRegistry& ops, Ker
         schema.attr(spec.name, spec.type, spec.default_value);
       }
     }
-    std::shared_ptr<const OpDef> shared = def;
     schema.infer([shared](InferenceContext& ctx) { infer_with_plugin(*shared, ctx); });
     schema.doc(def->doc.empty() ? def->label() : def->doc);
     // Unless the plugin vouches for purity, passes must not fold or merge it.
     if (!def->pure) schema.traits(OpTrait::kStateful);
     ops.add(std::move(schema));
-    kernels.add(def->name, DeviceType::kCpu, def->dtypes,
-                [shared](const Node& node) { return std::make_unique<PluginKernel>(node, shared); });
+    kernels.add(def->kernel_op(), def->device, def->dtypes, kernel);
     loaded.ops.push_back(def->name);
   }
   return loaded;

@@ -1,5 +1,7 @@
 // Loads a custom op plugin (a shared library implementing the C ABI of
-// include/weir/plugin.h) and registers its ops' schemas and CPU kernels.
+// include/weir/plugin.h) and registers its ops' schemas and kernels, each
+// kernel for the device its op description names (CPU by default; an op
+// described once per device gets a kernel on each).
 //
 //   weir::OpRegistry ops;
 //   weir::register_all_ops(ops);

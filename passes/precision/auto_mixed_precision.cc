@@ -68,7 +68,7 @@ bool AutoMixedPrecision::run(Graph& graph, PassContext& context) {
   };
   auto has_low_kernel = [&](const Node& node) {
     DeviceType device = node.device() ? node.device()->type : DeviceType::kCpu;
-    return context.kernels().find(node.op_type(), device, low) != nullptr;
+    return context.kernels().find(KernelOp(node.domain(), node.op_type()), device, low) != nullptr;
   };
 
   std::map<std::pair<const Value*, DType>, Value*> cast_of;

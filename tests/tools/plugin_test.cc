@@ -107,6 +107,51 @@ TEST(Plugins, BadLibrariesAreRefusedWithAClearError) {
   }
 }
 
+// Kernels are keyed by domain as well as op type: a plugin's com.weir.test
+// Relu runs its own kernel beside the built-in Relu, and its second
+// description, for CUDA, adds a CUDA kernel to the same op. An unknown
+// device code is refused naming the op.
+TEST(Plugins, KernelsAreKeyedByDomainAndDevice) {
+  Registries r;
+  size_t schemas = r.ops.size();
+  LoadedPlugin plugin = load_plugin(WEIR_DEVICE_OPS_PLUGIN, r.ops, r.kernels);
+  EXPECT_EQ(r.ops.size(), schemas + 1) << "one op, described for two devices";
+  EXPECT_NE(r.kernels.find(KernelOp("com.weir.test", "Relu"), DeviceType::kCpu, DType::kFloat32), nullptr);
+  EXPECT_NE(r.kernels.find(KernelOp("com.weir.test", "Relu"), DeviceType::kCuda, DType::kFloat32), nullptr);
+  EXPECT_EQ(r.kernels.find(KernelOp("Relu"), DeviceType::kCuda, DType::kFloat32), nullptr) << "no built-in CUDA Relu";
+
+  Graph g("two_relus");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{3}});
+  Node* mine = g.add_node("Relu", {x}, 1, {}, "plugin_relu");
+  mine->set_domain("com.weir.test");
+  g.add_output(mine->output(0));
+  g.add_output(g.add_node("Relu", {x}, 1, {}, "builtin_relu")->output(0));
+  CompileOptions options;
+  options.ops = &r.ops;
+  options.kernels = &r.kernels;
+  Session session(compile(g, options));
+  std::vector<Tensor> out = session.run({{"x", Tensor::from_vector<float>({-1, 0, 2}, {3})}});
+  const float plugin_expected[] = {99, 100, 102}, builtin_expected[] = {0, 0, 2};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[0].data<float>()[i], plugin_expected[i]) << i;
+    EXPECT_EQ(out[1].data<float>()[i], builtin_expected[i]) << i;
+  }
+
+  // Without the plugin's kernels, the node's kernel is missing, and the
+  // message names the domain (the built-in Relu is not taken instead).
+  try {
+    Registries bare;
+    bare.kernels.create(*mine, DeviceType::kCpu);
+    FAIL() << "a kernel for an unregistered domain op";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CPU kernel for com.weir.test.Relu with f32 inputs"), std::string::npos) << e.what();
+    EXPECT_EQ(e.node(), "plugin_relu");
+  }
+
+  std::string device = error_of_loading(WEIR_BAD_DEVICE_PLUGIN);
+  EXPECT_NE(device.find("op 'TpuOp': unknown device code 7"), std::string::npos) << device;
+}
+
 // A library cut short (a copy interrupted, a disk full): dlopen would map
 // segments past the end of the file and die of SIGBUS on the first touch.
 // Every cut is refused with an error naming the file; so is a library for

@@ -23,4 +23,34 @@ const char* reduce_op_name(ReduceOp op) {
   return "?";
 }
 
+Tensor Communicator::all_gather(const Tensor& input, const std::string& tag) {
+  Tensor output = Tensor::uninitialized(input.dtype(), all_gather_sizes(input.sizes(), size()));
+  all_gather(input, output, {.tag = tag});
+  return output;
+}
+
+Tensor Communicator::reduce_scatter(const Tensor& input, ReduceOp op, const std::string& tag) {
+  Tensor output = Tensor::uninitialized(input.dtype(), reduce_scatter_sizes(input.sizes(), size()));
+  reduce_scatter(input, output, op, {.tag = tag});
+  return output;
+}
+
+std::vector<int64_t> Communicator::all_gather_sizes(const std::vector<int64_t>& input, int size) {
+  std::vector<int64_t> sizes = input.empty() ? std::vector<int64_t>{1} : input;
+  sizes[0] *= size;
+  return sizes;
+}
+
+std::vector<int64_t> Communicator::reduce_scatter_sizes(const std::vector<int64_t>& input, int size) {
+  if (input.empty() || size < 1 || input[0] % size != 0) {
+    std::string shape = "[";
+    for (size_t i = 0; i < input.size(); ++i) shape += (i ? "," : "") + std::to_string(input[i]);
+    throw Error(ErrorKind::kShape, "reduce_scatter: axis 0 of " + shape + "] does not divide by the group size " +
+                                       std::to_string(size));
+  }
+  std::vector<int64_t> sizes = input;
+  sizes[0] /= size;
+  return sizes;
+}
+
 }  // namespace weir

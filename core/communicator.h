@@ -1,14 +1,23 @@
 // Communicator — one rank's handle on a group of ranks that exchange tensors.
 //
-// Collective kernels in ops/ call it; the runtime gives each device's kernels
-// the communicator of that device's rank. Implementations: the in-process
-// group for virtual devices (runtime/in_process_communicator.h); Gloo and
-// NCCL backends (distributed/) come behind the same interface.
+// Collective kernels in ops/ call it; the runtime gives each rank's kernels
+// its world's communicator (core/world.h). Implementations: the in-process
+// group (runtime/in_process_communicator.h); Gloo and NCCL backends
+// (distributed/) come behind the same interface.
 //
 //   weir::Communicator& comm = ...;                  // rank comm.rank() of comm.size()
-//   comm.all_reduce(grad, weir::ReduceOp::kAvg, "grad/w1");
-//   weir::Tensor all = comm.all_gather(shard, "acts");    // [size * d0, ...]
+//   weir::CommCall call{.tag = "grad/w1", .timeout = std::chrono::seconds(30), .stream = &comm_stream};
+//   comm.all_reduce(grad, reduced, weir::ReduceOp::kAvg, call);   // `reduced` allocated by the caller
+//   comm.all_gather(shard, gathered, call);                       // gathered: [size * d0, ...]
+//   comm.all_reduce(grad, weir::ReduceOp::kSum, "grad/w1");       // host code: in place, default timeout
 //   std::shared_ptr<weir::Communicator> pair = comm.subgroup({0, 2});
+//
+// Outputs are the caller's: kernels allocate them through their context, so
+// the memory planner places them like any other value, and a communicator
+// never allocates a result. Each call carries its tag, how long it may wait
+// for its peers, and the stream it is ordered on: on a host stream it has
+// finished when it returns; a device communicator (NCCL) enqueues it on the
+// stream's native handle and it finishes when the stream gets there.
 //
 // Matching: every rank of a group calls the same collectives with the same
 // tags in the same order; the n-th call with tag T on one rank meets the
@@ -18,11 +27,12 @@
 // with a kCommunication error naming the reason: the runtime calls it when a
 // kernel on any rank fails, so no rank waits forever for a dead peer.
 //
-// Tensors are dense host tensors; in-place calls overwrite their argument.
-// Calls on one Communicator object come from one thread at a time (a device's
+// Tensors are dense; an output may be its input (in place). Calls on one
+// Communicator object come from one thread at a time (a rank's
 // communication stream); different ranks' objects are used concurrently.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +48,18 @@ enum class ReduceOp { kSum, kAvg, kMax, kMin };
 ReduceOp parse_reduce_op(std::string_view name);
 const char* reduce_op_name(ReduceOp op);
 
+class Stream;
+
+// What one call carries besides its tensors.
+struct CommCall {
+  std::string tag;
+  // How long this rank waits for its peers before failing with
+  // kCommunication; zero: the communicator's default.
+  std::chrono::milliseconds timeout{0};
+  // The stream the call is ordered on; nullptr: the calling host thread.
+  Stream* stream = nullptr;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -47,20 +69,39 @@ class Communicator {
   // What a message names: "in-process group of 4".
   virtual std::string description() const = 0;
 
-  // Every rank's `tensor` becomes the elementwise reduction over all ranks.
-  virtual void all_reduce(Tensor& tensor, ReduceOp op, const std::string& tag) = 0;
-  // Every rank's `tensor` becomes root's.
-  virtual void broadcast(Tensor& tensor, int root, const std::string& tag) = 0;
-  // Ranks' inputs concatenated along axis 0, in rank order.
-  virtual Tensor all_gather(const Tensor& input, const std::string& tag) = 0;
+  // `output` (input's type) becomes the elementwise reduction of every
+  // rank's `input`.
+  virtual void all_reduce(const Tensor& input, Tensor& output, ReduceOp op, const CommCall& call) = 0;
+  // Every rank's `output` (input's type) becomes root's `input`.
+  virtual void broadcast(const Tensor& input, Tensor& output, int root, const CommCall& call) = 0;
+  // `output` [size() * d0, ...] becomes the ranks' inputs [d0, ...]
+  // concatenated along axis 0, in rank order (a scalar input counts as [1]).
+  virtual void all_gather(const Tensor& input, Tensor& output, const CommCall& call) = 0;
   // The reduction over ranks of `input`, split along axis 0 into size() equal
-  // parts; this rank gets part rank(). Axis 0 must divide by size().
-  virtual Tensor reduce_scatter(const Tensor& input, ReduceOp op, const std::string& tag) = 0;
+  // parts; `output` [d0 / size(), ...] gets part rank(). Axis 0 must divide
+  // by size().
+  virtual void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, const CommCall& call) = 0;
   // Point to point: send() hands `tensor` to rank `peer`; recv() fills
   // `tensor` (whose dtype and shape must match the sender's) from `peer`.
-  virtual void send(const Tensor& tensor, int peer, const std::string& tag) = 0;
-  virtual void recv(Tensor& tensor, int peer, const std::string& tag) = 0;
-  virtual void barrier(const std::string& tag) = 0;
+  virtual void send(const Tensor& tensor, int peer, const CommCall& call) = 0;
+  virtual void recv(Tensor& tensor, int peer, const CommCall& call) = 0;
+  virtual void barrier(const CommCall& call) = 0;
+
+  // For host code: in place, or into a new host tensor, with the default
+  // timeout on the calling thread.
+  void all_reduce(Tensor& tensor, ReduceOp op, const std::string& tag) { all_reduce(tensor, tensor, op, {.tag = tag}); }
+  void broadcast(Tensor& tensor, int root, const std::string& tag) { broadcast(tensor, tensor, root, {.tag = tag}); }
+  Tensor all_gather(const Tensor& input, const std::string& tag);
+  Tensor reduce_scatter(const Tensor& input, ReduceOp op, const std::string& tag);
+  void send(const Tensor& tensor, int peer, const std::string& tag) { send(tensor, peer, CommCall{.tag = tag}); }
+  void recv(Tensor& tensor, int peer, const std::string& tag) { recv(tensor, peer, CommCall{.tag = tag}); }
+  void barrier(const std::string& tag) { barrier(CommCall{.tag = tag}); }
+
+  // The output shapes all_gather and reduce_scatter expect for `input` in a
+  // group of `size`; reduce_scatter's throws weir::Error(kShape) naming the
+  // shape and the size when axis 0 does not divide.
+  static std::vector<int64_t> all_gather_sizes(const std::vector<int64_t>& input, int size);
+  static std::vector<int64_t> reduce_scatter_sizes(const std::vector<int64_t>& input, int size);
 
   // The communicator of the group formed by `ranks` (ranks of this group, in
   // the order that defines the new ranks). This rank must be one of them and

@@ -22,6 +22,7 @@
 // ctx.fail(), which names the op and node.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,9 +65,14 @@ class KernelContext {
   Allocator& allocator() const { return allocator_; }
 
   // The communicator of the rank this node runs as; nullptr outside a
-  // runtime that provides one. Collective kernels need it.
+  // runtime that provides one. Collective kernels need it, and pass each
+  // call the runtime's collective timeout (zero: the communicator's default).
   Communicator* communicator() const { return communicator_; }
-  void set_communicator(Communicator* communicator) { communicator_ = communicator; }
+  std::chrono::milliseconds collective_timeout() const { return collective_timeout_; }
+  void set_communicator(Communicator* communicator, std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+    communicator_ = communicator;
+    collective_timeout_ = timeout;
+  }
 
   // The stream this step runs on; nullptr outside a runtime (a kernel run
   // directly by a test or the reference evaluator runs on the host, at once).
@@ -103,6 +109,7 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   Allocator& allocator_;
   Communicator* communicator_ = nullptr;
+  std::chrono::milliseconds collective_timeout_{0};
   Stream* stream_ = nullptr;
   std::optional<uint64_t> rng_counter_;
   std::vector<PlannedBuffer> planned_;

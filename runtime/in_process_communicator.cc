@@ -46,7 +46,8 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
   // Deposits `tensor` as participant `index` of `participants` in the round
   // `key`, and returns once all participants have arrived.
   std::shared_ptr<Round> arrive(const std::string& key, int index, int participants, const std::string& kind,
-                                const std::string& tag, const Tensor& tensor, int64_t argument, int rank) {
+                                const std::string& tag, const Tensor& tensor, int64_t argument, int rank,
+                                std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
     check_aborted(kind, tag);
     std::shared_ptr<Round>& slot = open_[key];
@@ -76,19 +77,24 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
       open_.erase(key);
       cv_.notify_all();
     } else {
-      wait(lock, [&] { return round->arrived == participants; }, *round, kind, tag);
+      wait(lock, [&] { return round->arrived == participants; }, *round, kind, tag, timeout);
     }
     return round;
   }
 
   // Returns once all participants of `round` have called leave().
-  void leave(Round& round, int participants) {
+  void leave(Round& round, int participants, std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (++round.done == participants) {
       cv_.notify_all();
       return;
     }
-    wait(lock, [&] { return round.done == participants; }, round, round.kind, round.tag);
+    wait(lock, [&] { return round.done == participants; }, round, round.kind, round.tag, timeout);
+  }
+
+  // A call's timeout, or the group's when the call leaves it at zero.
+  std::chrono::milliseconds timeout_of(const CommCall& call) const {
+    return call.timeout.count() > 0 ? call.timeout : options_.timeout;
   }
 
   std::shared_ptr<GroupState> subgroup(const std::vector<int>& ranks) {
@@ -134,8 +140,8 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
 
   template <typename Predicate>
   void wait(std::unique_lock<std::mutex>& lock, Predicate ready, const Round& round, const std::string& kind,
-            const std::string& tag) {
-    bool in_time = cv_.wait_for(lock, options_.timeout, [&] { return ready() || aborted_; });
+            const std::string& tag, std::chrono::milliseconds timeout) {
+    bool in_time = cv_.wait_for(lock, timeout, [&] { return ready() || aborted_; });
     if (ready()) return;
     check_aborted(kind, tag);
     if (!in_time) {
@@ -145,7 +151,7 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
       }
       std::string what = missing.empty() ? "for every participant to finish" : "for participants " + missing;
       throw Error(ErrorKind::kCommunication,
-                  kind + " with tag '" + tag + "' timed out after " + std::to_string(options_.timeout.count()) +
+                  kind + " with tag '" + tag + "' timed out after " + std::to_string(timeout.count()) +
                       " ms waiting " + what);
     }
   }
@@ -205,76 +211,89 @@ class InProcessCommunicator final : public Communicator {
   int size() const override { return group_->size(); }
   std::string description() const override { return "in-process group of " + std::to_string(size()); }
 
-  void all_reduce(Tensor& tensor, ReduceOp op, const std::string& tag) override {
-    check_host_dense(tensor, "all_reduce");
-    auto round = group_->arrive(key(tag), rank_, size(), "all_reduce", tag, tensor, static_cast<int64_t>(op), rank_);
+  void all_reduce(const Tensor& input, Tensor& output, ReduceOp op, const CommCall& call) override {
+    check_host_dense(input, "all_reduce");
+    check_output(input, output, input.sizes(), "all_reduce", call);
+    const auto timeout = group_->timeout_of(call);
+    auto round = group_->arrive(key(call.tag), rank_, size(), "all_reduce", call.tag, input, static_cast<int64_t>(op),
+                                rank_, timeout);
     // Rank r reduces elements [r*n/size, (r+1)*n/size) into the shared result.
-    size_t n = static_cast<size_t>(tensor.num_elements());
+    size_t n = static_cast<size_t>(input.num_elements());
     size_t begin = n * rank_ / size(), end = n * (rank_ + 1) / size();
-    reduce_slice(op, round->deposits, shared_result(*round, tensor), begin, end - begin);
-    group_->leave(*round, size());
-    std::memcpy(tensor.raw_data(), round->result.raw_data(), tensor.nbytes());
+    reduce_slice(op, round->deposits, shared_result(*round, input), begin, end - begin);
+    group_->leave(*round, size(), timeout);
+    // Every rank has finished reading the deposits: `output` may be `input`.
+    std::memcpy(output.raw_data(), round->result.raw_data(), output.nbytes());
   }
 
-  void broadcast(Tensor& tensor, int root, const std::string& tag) override {
-    check_host_dense(tensor, "broadcast");
+  void broadcast(const Tensor& input, Tensor& output, int root, const CommCall& call) override {
+    check_host_dense(input, "broadcast");
+    check_output(input, output, input.sizes(), "broadcast", call);
     check_rank(root, "broadcast root");
-    auto round = group_->arrive(key(tag), rank_, size(), "broadcast", tag, tensor, root, rank_);
-    if (rank_ != root) std::memcpy(tensor.raw_data(), round->deposits[root].raw_data(), tensor.nbytes());
-    group_->leave(*round, size());
+    const auto timeout = group_->timeout_of(call);
+    auto round = group_->arrive(key(call.tag), rank_, size(), "broadcast", call.tag, input, root, rank_, timeout);
+    if (output.raw_data() != round->deposits[root].raw_data()) {
+      std::memcpy(output.raw_data(), round->deposits[root].raw_data(), output.nbytes());
+    }
+    group_->leave(*round, size(), timeout);
   }
 
-  Tensor all_gather(const Tensor& input, const std::string& tag) override {
+  void all_gather(const Tensor& input, Tensor& output, const CommCall& call) override {
     check_host_dense(input, "all_gather");
-    auto round = group_->arrive(key(tag), rank_, size(), "all_gather", tag, input, 0, rank_);
-    std::vector<int64_t> sizes = input.sizes();
-    if (sizes.empty()) sizes = {1};
-    sizes[0] *= size();
-    Tensor out = Tensor::uninitialized(input.dtype(), sizes);
-    auto* dst = static_cast<char*>(out.raw_data());
-    for (int r = 0; r < size(); ++r) std::memcpy(dst + r * input.nbytes(), round->deposits[r].raw_data(), input.nbytes());
-    group_->leave(*round, size());
-    return out;
+    check_output(input, output, all_gather_sizes(input.sizes(), size()), "all_gather", call);
+    const auto timeout = group_->timeout_of(call);
+    auto round = group_->arrive(key(call.tag), rank_, size(), "all_gather", call.tag, input, 0, rank_, timeout);
+    auto* dst = static_cast<char*>(output.raw_data());
+    for (int r = 0; r < size(); ++r) {
+      const void* src = round->deposits[r].raw_data();
+      if (dst + r * input.nbytes() != src) std::memcpy(dst + r * input.nbytes(), src, input.nbytes());
+    }
+    group_->leave(*round, size(), timeout);
   }
 
-  Tensor reduce_scatter(const Tensor& input, ReduceOp op, const std::string& tag) override {
+  void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, const CommCall& call) override {
     check_host_dense(input, "reduce_scatter");
-    if (input.rank() == 0 || input.sizes()[0] % size() != 0) {
-      throw Error(ErrorKind::kShape, "reduce_scatter with tag '" + tag + "': axis 0 of " + input.type_string() +
+    std::vector<int64_t> sizes;
+    try {
+      sizes = reduce_scatter_sizes(input.sizes(), size());
+    } catch (const Error&) {
+      throw Error(ErrorKind::kShape, "reduce_scatter with tag '" + call.tag + "': axis 0 of " + input.type_string() +
                                          " does not divide by the group size " + std::to_string(size()))
           .with_rank(rank_);
     }
-    auto round = group_->arrive(key(tag), rank_, size(), "reduce_scatter", tag, input, static_cast<int64_t>(op), rank_);
+    check_output(input, output, sizes, "reduce_scatter", call);
+    const auto timeout = group_->timeout_of(call);
+    auto round = group_->arrive(key(call.tag), rank_, size(), "reduce_scatter", call.tag, input,
+                                static_cast<int64_t>(op), rank_, timeout);
     size_t part = static_cast<size_t>(input.num_elements() / size());
     reduce_slice(op, round->deposits, shared_result(*round, input), part * rank_, part);
-    std::vector<int64_t> sizes = input.sizes();
-    sizes[0] /= size();
-    Tensor out = Tensor::uninitialized(input.dtype(), sizes);
-    std::memcpy(out.raw_data(), static_cast<char*>(round->result.raw_data()) + part * rank_ * dtype_size(input.dtype()),
-                out.nbytes());
-    group_->leave(*round, size());
-    return out;
+    group_->leave(*round, size(), timeout);
+    std::memcpy(output.raw_data(), static_cast<char*>(round->result.raw_data()) + part * rank_ * dtype_size(input.dtype()),
+                output.nbytes());
   }
 
-  void send(const Tensor& tensor, int peer, const std::string& tag) override {
+  void send(const Tensor& tensor, int peer, const CommCall& call) override {
     check_host_dense(tensor, "send");
     check_rank(peer, "send peer");
-    auto round = group_->arrive(p2p_key(rank_, peer, tag), 0, 2, "send/recv", tag, tensor, 0, rank_);
-    group_->leave(*round, 2);  // the receiver has copied the data when this returns
+    const auto timeout = group_->timeout_of(call);
+    auto round = group_->arrive(p2p_key(rank_, peer, call.tag), 0, 2, "send/recv", call.tag, tensor, 0, rank_, timeout);
+    group_->leave(*round, 2, timeout);  // the receiver has copied the data when this returns
   }
 
-  void recv(Tensor& tensor, int peer, const std::string& tag) override {
+  void recv(Tensor& tensor, int peer, const CommCall& call) override {
     check_host_dense(tensor, "recv");
     check_rank(peer, "recv peer");
-    auto round = group_->arrive(p2p_key(peer, rank_, tag), 1, 2, "send/recv", tag, tensor, 0, rank_);
+    const auto timeout = group_->timeout_of(call);
+    auto round = group_->arrive(p2p_key(peer, rank_, call.tag), 1, 2, "send/recv", call.tag, tensor, 0, rank_, timeout);
     std::memcpy(tensor.raw_data(), round->deposits[0].raw_data(), tensor.nbytes());
-    group_->leave(*round, 2);
+    group_->leave(*round, 2, timeout);
   }
 
-  void barrier(const std::string& tag) override {
+  void barrier(const CommCall& call) override {
     Tensor empty(DType::kUInt8, {0});
-    auto round = group_->arrive(key(tag), rank_, size(), "barrier", tag, empty, 0, rank_);
-    group_->leave(*round, size());
+    const auto timeout = group_->timeout_of(call);
+    auto round = group_->arrive(key(call.tag), rank_, size(), "barrier", call.tag, empty, 0, rank_, timeout);
+    group_->leave(*round, size(), timeout);
   }
 
   std::shared_ptr<Communicator> subgroup(const std::vector<int>& ranks) override {
@@ -315,6 +334,19 @@ class InProcessCommunicator final : public Communicator {
     std::call_once(round.result_once,
                    [&] { round.result = Tensor::uninitialized(like.dtype(), {like.num_elements()}); });
     return round.result;
+  }
+
+  // The caller's output: a host tensor of the input's dtype and `sizes`.
+  void check_output(const Tensor& input, const Tensor& output, const std::vector<int64_t>& sizes, const char* what,
+                    const CommCall& call) const {
+    check_host_dense(output, what);
+    if (output.dtype() != input.dtype() || output.sizes() != sizes) {
+      std::string shape = std::string(dtype_name(input.dtype())) + "[";
+      for (size_t i = 0; i < sizes.size(); ++i) shape += (i ? "," : "") + std::to_string(sizes[i]);
+      throw Error(ErrorKind::kShape, std::string(what) + " with tag '" + call.tag + "': the output is " +
+                                         output.type_string() + ", expected " + shape + "]")
+          .with_rank(rank_);
+    }
   }
 
   void check_rank(int r, const char* what) const {

@@ -393,7 +393,7 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   Stream& stream = *streams_[s.stream];
   KernelContext ctx(node, std::move(inputs), allocator);
   ctx.set_stream(&stream);
-  if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get());
+  if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get(), options_.collective_timeout);
   ctx.set_rng_counter(run.rng_counter);
   const MemoryPlan& memory = *run.memory;
   for (size_t o = 0; o < node.num_outputs(); ++o) {

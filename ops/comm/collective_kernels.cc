@@ -45,7 +45,10 @@ class CollectiveKernel : public OpKernel {
     }
   }
 
-  const std::string& tag() const { return tag_; }
+  // This call's tag, timeout and stream.
+  CommCall comm_call(const KernelContext& ctx) const {
+    return CommCall{.tag = tag_, .timeout = ctx.collective_timeout(), .stream = ctx.stream()};
+  }
 
  private:
   std::string tag_;
@@ -56,18 +59,19 @@ ReduceOp reduction_of(const Node& node) {
   return parse_reduce_op(node.has_attr("reduction") ? node.attr("reduction").s() : "sum");
 }
 
-Tensor copy_of(KernelContext& ctx, const Tensor& x) {
-  Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
-  if (x.nbytes() > 0) std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
-  return y;
+// The output of a collective that writes every element, allocated through
+// the context (so the memory planner's buffer is used when it planned one).
+Tensor& output_like(KernelContext& ctx, DType dtype, std::vector<int64_t> sizes) {
+  return ctx.allocate_output(0, dtype, std::move(sizes), KernelContext::Fill::kUninitialized);
 }
 
 class AllReduceKernel final : public CollectiveKernel {
  public:
   explicit AllReduceKernel(const Node& node) : CollectiveKernel(node), op_(reduction_of(node)) {}
   void compute(KernelContext& ctx) override {
-    Tensor y = copy_of(ctx, ctx.input(0));
-    call(ctx, [&] { communicator(ctx)->all_reduce(y, op_, tag()); });
+    const Tensor& x = ctx.input(0);
+    Tensor& y = output_like(ctx, x.dtype(), x.sizes());
+    call(ctx, [&] { communicator(ctx)->all_reduce(x, y, op_, comm_call(ctx)); });
   }
 
  private:
@@ -79,8 +83,9 @@ class BroadcastKernel final : public CollectiveKernel {
   explicit BroadcastKernel(const Node& node)
       : CollectiveKernel(node), root_(static_cast<int>(node.has_attr("root") ? node.attr("root").i() : 0)) {}
   void compute(KernelContext& ctx) override {
-    Tensor y = copy_of(ctx, ctx.input(0));
-    call(ctx, [&] { communicator(ctx)->broadcast(y, root_, tag()); });
+    const Tensor& x = ctx.input(0);
+    Tensor& y = output_like(ctx, x.dtype(), x.sizes());
+    call(ctx, [&] { communicator(ctx)->broadcast(x, y, root_, comm_call(ctx)); });
   }
 
  private:
@@ -91,7 +96,12 @@ class AllGatherKernel final : public CollectiveKernel {
  public:
   using CollectiveKernel::CollectiveKernel;
   void compute(KernelContext& ctx) override {
-    call(ctx, [&] { ctx.set_output(0, communicator(ctx)->all_gather(ctx.input(0), tag())); });
+    call(ctx, [&] {
+      std::shared_ptr<Communicator> comm = communicator(ctx);
+      const Tensor& x = ctx.input(0);
+      Tensor& y = output_like(ctx, x.dtype(), Communicator::all_gather_sizes(x.sizes(), comm->size()));
+      comm->all_gather(x, y, comm_call(ctx));
+    });
   }
 };
 
@@ -99,7 +109,12 @@ class ReduceScatterKernel final : public CollectiveKernel {
  public:
   explicit ReduceScatterKernel(const Node& node) : CollectiveKernel(node), op_(reduction_of(node)) {}
   void compute(KernelContext& ctx) override {
-    call(ctx, [&] { ctx.set_output(0, communicator(ctx)->reduce_scatter(ctx.input(0), op_, tag())); });
+    call(ctx, [&] {
+      std::shared_ptr<Communicator> comm = communicator(ctx);
+      const Tensor& x = ctx.input(0);
+      Tensor& y = output_like(ctx, x.dtype(), Communicator::reduce_scatter_sizes(x.sizes(), comm->size()));
+      comm->reduce_scatter(x, y, op_, comm_call(ctx));
+    });
   }
 
  private:
@@ -111,7 +126,7 @@ class SendKernel final : public CollectiveKernel {
   explicit SendKernel(const Node& node)
       : CollectiveKernel(node), peer_(static_cast<int>(node.attr("peer").i())) {}
   void compute(KernelContext& ctx) override {
-    call(ctx, [&] { communicator(ctx)->send(ctx.input(0), peer_, tag()); });
+    call(ctx, [&] { communicator(ctx)->send(ctx.input(0), peer_, comm_call(ctx)); });
   }
 
  private:
@@ -126,8 +141,8 @@ class RecvKernel final : public CollectiveKernel {
         dtype_(static_cast<DType>(node.attr("dtype").i())),
         sizes_(node.attr("shape").ints()) {}
   void compute(KernelContext& ctx) override {
-    Tensor y = ctx.allocate_output(0, dtype_, sizes_, KernelContext::Fill::kUninitialized);
-    call(ctx, [&] { communicator(ctx)->recv(y, peer_, tag()); });
+    Tensor& y = output_like(ctx, dtype_, sizes_);
+    call(ctx, [&] { communicator(ctx)->recv(y, peer_, comm_call(ctx)); });
   }
 
  private:
@@ -140,7 +155,7 @@ class BarrierKernel final : public CollectiveKernel {
  public:
   using CollectiveKernel::CollectiveKernel;
   void compute(KernelContext& ctx) override {
-    call(ctx, [&] { communicator(ctx)->barrier(tag()); });
+    call(ctx, [&] { communicator(ctx)->barrier(comm_call(ctx)); });
   }
 };
 

@@ -1,8 +1,11 @@
 // The in-process communicator: every collective against a plain reference
-// on random data, with one thread per rank; mismatched calls, abort and
-// timeouts end in kCommunication errors instead of hangs.
+// on random data, with one thread per rank; outputs the caller allocated,
+// with a timeout per call; mismatched calls, abort and timeouts end in
+// kCommunication errors instead of hangs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <thread>
 
@@ -166,6 +169,70 @@ TEST(InProcessCommunicator, AMissingPeerTimesOutNamingIt) {
     EXPECT_EQ(e.kind(), ErrorKind::kCommunication);
     EXPECT_NE(std::string(e.what()).find("participants 1, 2"), std::string::npos) << e.what();
   }
+}
+
+// Every collective writes an output the caller allocated and leaves its
+// input alone; an output of the wrong type is refused naming the tag and
+// the expected type.
+TEST(InProcessCommunicator, CollectivesWriteTheCallersOutputs) {
+  const int size = 3;
+  auto comms = make_in_process_group(size);
+  std::vector<Tensor> inputs, originals;
+  for (int r = 0; r < size; ++r) {
+    inputs.push_back(random_tensor({6, 2}, 10 + static_cast<uint32_t>(r)));
+    originals.push_back(inputs.back().clone());
+  }
+  std::vector<Tensor> sums(size), firsts(size), gathered(size), scattered(size);
+  on_ranks(size, [&](int r) {
+    Communicator& c = *comms[static_cast<size_t>(r)];
+    sums[r] = Tensor(DType::kFloat32, {6, 2});
+    firsts[r] = Tensor(DType::kFloat32, {6, 2});
+    gathered[r] = Tensor(DType::kFloat32, {18, 2});
+    scattered[r] = Tensor(DType::kFloat32, {2, 2});
+    c.all_reduce(inputs[r], sums[r], ReduceOp::kSum, {.tag = "sum"});
+    c.broadcast(inputs[r], firsts[r], 0, {.tag = "first"});
+    c.all_gather(inputs[r], gathered[r], {.tag = "gather"});
+    c.reduce_scatter(inputs[r], scattered[r], ReduceOp::kMax, {.tag = "scatter"});
+  });
+  for (int r = 0; r < size; ++r) {
+    for (int64_t i = 0; i < 12; ++i) {
+      ASSERT_EQ(inputs[r].data<float>()[i], originals[r].data<float>()[i]) << "rank " << r << " input changed";
+      float sum = 0, most = -1e30f;
+      for (int q = 0; q < size; ++q) sum += originals[q].data<float>()[i];
+      EXPECT_NEAR(sums[r].data<float>()[i], sum, 1e-5f);
+      EXPECT_EQ(firsts[r].data<float>()[i], originals[0].data<float>()[i]);
+      for (int q = 0; q < size; ++q) EXPECT_EQ(gathered[r].data<float>()[q * 12 + i], originals[q].data<float>()[i]);
+      if (i / 4 == r) {
+        for (int q = 0; q < size; ++q) most = std::max(most, originals[q].data<float>()[i]);
+        EXPECT_EQ(scattered[r].data<float>()[i - 4 * r], most);
+      }
+    }
+  }
+  Tensor wrong(DType::kFloat32, {5, 2});
+  try {
+    comms[0]->all_gather(inputs[0], wrong, {.tag = "gather again"});
+    FAIL() << "a wrong output shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape);
+    EXPECT_NE(std::string(e.what()).find("all_gather with tag 'gather again': the output is f32[5,2], expected f32[18,2]"),
+              std::string::npos) << e.what();
+  }
+}
+
+// A call's own timeout wins over the group's: 50 ms in a group that would
+// wait two minutes.
+TEST(InProcessCommunicator, EachCallHasItsOwnTimeout) {
+  auto comms = make_in_process_group(2);  // default: two minutes
+  Tensor t = random_tensor({3}, 1);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    comms[0]->all_reduce(t, t, ReduceOp::kSum, {.tag = "impatient", .timeout = std::chrono::milliseconds(50)});
+    FAIL() << "expected a timeout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCommunication);
+    EXPECT_NE(std::string(e.what()).find("timed out after 50 ms"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
 TEST(InProcessCommunicator, BadArgumentsAreRejected) {

@@ -43,6 +43,10 @@ std::vector<std::string> collective_signature(const Plan& plan) {
   for (const ScheduleStep& step : schedule.steps) {
     if (!step.collective) continue;
     const Node& node = *step.node;
+    // Point to point differs between ranks by design (a pipeline's stages
+    // send and receive): a Send meets its Recv by peer and tag at run time,
+    // and an unmatched one times out naming its tag.
+    if (node.op_type() == "Send" || node.op_type() == "Recv") continue;
     std::string line = node.op_type();
     if (node.has_attr("tag")) line += " tag '" + attribute_text(node.attr("tag")) + "'";
     for (const auto& [name, attribute] : node.attributes()) {
@@ -97,6 +101,38 @@ void check_collectives_match(const std::vector<std::string>& signature, Communic
                   std::to_string(first + 1) + " is " + text_of(0) + " on rank 0 but " + text_of(other) + " on rank " +
                   std::to_string(other) + "; every rank must run the same program (the same model, batch and strategy)")
       .with_rank(communicator.rank());
+}
+
+void check_collective_ranks(const Plan& plan, int world_size, int rank) {
+  for (const ScheduleStep& step : plan.schedule().steps) {
+    if (!step.collective) continue;
+    const Node& node = *step.node;
+    auto refuse = [&](const std::string& why) {
+      return Error(ErrorKind::kInvalidGraph, node.op_type() + " '" + node.name() + "': " + why).with_node(node.name());
+    };
+    std::vector<int64_t> group = node.has_attr("group") ? node.attr("group").ints() : std::vector<int64_t>{};
+    const std::string world = "a world of " + std::to_string(world_size);
+    for (int64_t member : group) {
+      if (member < 0 || member >= world_size) throw refuse("group rank " + std::to_string(member) + " is not a rank of " + world);
+    }
+    int64_t position = rank;  // this rank's rank in the node's group
+    if (!group.empty()) {
+      auto found = std::find(group.begin(), group.end(), rank);
+      if (found == group.end()) {
+        throw refuse("runs on rank " + std::to_string(rank) + ", which is not in its group [" + attribute_text(node.attr("group")).substr(1));
+      }
+      position = found - group.begin();
+    }
+    if (node.has_attr("peer")) {
+      int64_t peer = node.attr("peer").i();
+      int64_t size = group.empty() ? world_size : static_cast<int64_t>(group.size());
+      if (peer < 0 || peer >= size) {
+        throw refuse("peer " + std::to_string(peer) + " is not a rank of " +
+                     (group.empty() ? world : "its group " + attribute_text(node.attr("group"))));
+      }
+      if (peer == position) throw refuse("peer " + std::to_string(peer) + " is the rank itself");
+    }
+  }
 }
 
 }  // namespace weir

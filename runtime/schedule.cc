@@ -225,7 +225,10 @@ Schedule build_schedule(const Graph& graph, const std::vector<Device>& devices, 
                                                 std::to_string(base.size()) + " nodes");
     }
   } else {
-    global = global_order(base, match_rounds(base, devices, registry));
+    // A plan of one device is one program (a lone session, or one rank of a
+    // world): its collectives meet other ranks' programs, which are checked
+    // against it at session start (runtime/collective_check.h), not here.
+    global = global_order(base, devices.size() > 1 ? match_rounds(base, devices, registry) : std::vector<Round>{});
   }
 
   Schedule schedule;

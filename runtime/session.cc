@@ -156,12 +156,20 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
   // Before any thread starts: a mismatch throws out of the constructor.
   if (options_.world) {
     try {
+      try {
+        check_collective_ranks(*plan_, options_.world->size(), options_.world->rank());
+      } catch (const Error& e) {
+        // Its peers are about to wait for it in the exchange below: wake them.
+        options_.world->abort("rank " + std::to_string(options_.world->rank()) + " refused its program: " + e.message());
+        throw;
+      }
       check_collectives_match(collective_signature(*plan_), *options_.world->communicator());
     } catch (const Error& e) {
       // A rank that never gets here (its plan failed to load) makes the
       // others time out in this exchange, naming the collective's tag.
-      throw Error(e.kind(), "at session start: " + e.message())
-          .with_rank(options_.world->rank());
+      Error refused(e.kind(), "at session start: " + e.message());
+      if (!e.node().empty()) refused.with_node(e.node());
+      throw refused.with_rank(options_.world->rank());
     }
   }
   stream_runs_.resize(schedule.streams.size());

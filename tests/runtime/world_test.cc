@@ -131,6 +131,55 @@ TEST(World, RanksWhoseCollectivesDifferRefuseToStart) {
   EXPECT_EQ(errors, (std::vector<std::string>{"(no error)", "(no error)"}));
 }
 
+// Rank 0: Send(x) to rank 1 and Relu(x); rank 1: Recv from rank 0. Each a
+// one-device program compiled on its own (compile() checks no peers: it
+// cannot know the world), checked against the world at session start.
+std::shared_ptr<const Plan> send_program(int64_t peer) {
+  Graph g("send");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{3}});
+  g.add_node("Send", {x}, 0, {{"peer", Attribute(peer)}, {"tag", Attribute(std::string("act"))}}, "send");
+  g.add_output(g.add_node("Relu", {x}, 1, {}, "relu")->output(0));
+  infer_graph_types(g, default_op_registry());
+  return compile(g);
+}
+
+std::shared_ptr<const Plan> recv_program(int64_t peer) {
+  Graph g("recv");
+  Node* recv = g.add_node("Recv", {}, 1,
+                          {{"peer", Attribute(peer)}, {"tag", Attribute(std::string("act"))},
+                           {"dtype", Attribute(static_cast<int64_t>(DType::kFloat32))},
+                           {"shape", Attribute(std::vector<int64_t>{3})}},
+                          "recv");
+  g.add_output(recv->output(0));
+  infer_graph_types(g, default_op_registry());
+  return compile(g);
+}
+
+TEST(World, RanksSendAndReceiveInTheirOwnPrograms) {
+  std::vector<std::shared_ptr<World>> world = make_in_process_world(2, {.timeout = std::chrono::seconds(30)});
+  std::shared_ptr<const Plan> plans[] = {send_program(1), recv_program(0)};
+  Tensor x = random_tensor({3}, 5);
+  std::vector<Tensor> received(2);
+  run_on_ranks(2, [&](int r) {
+    SessionOptions options;
+    options.world = world[static_cast<size_t>(r)];
+    Session session(plans[r], options);
+    std::map<std::string, Tensor> feeds;
+    if (r == 0) feeds["x"] = x;
+    received[static_cast<size_t>(r)] = session.run(feeds)[0];
+  });
+  EXPECT_TRUE(received[1].bitwise_equal(x));
+
+  // A peer outside the world, or the rank itself: refused at session start
+  // naming the node, and the other rank is woken, not left waiting.
+  std::vector<std::string> errors = start_two(send_program(2), recv_program(0));
+  EXPECT_NE(errors[0].find("at session start: Send 'send': peer 2 is not a rank of a world of 2"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("rank 0 refused its program"), std::string::npos) << errors[1];
+  errors = start_two(send_program(1), recv_program(1));
+  EXPECT_NE(errors[1].find("Recv 'recv': peer 1 is the rank itself"), std::string::npos) << errors[1];
+}
+
 // data[4,3], index[2] -> Gather -> ReduceSum -> AllReduce: an index out of
 // range fails the Gather on the rank fed it, before its AllReduce.
 std::shared_ptr<const Plan> gather_program() {

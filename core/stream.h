@@ -8,7 +8,10 @@
 //   weir::Stream& comm = backend.stream({weir::StreamKind::kCommunication, 1});
 //   comm.wait(done);   // work launched on comm later starts after `done`
 //
-// A stream runs what is launched on it in launch order. What "runs" means is
+// A stream runs what is launched on it in launch order; work launched from
+// inside work the stream is running (a kernel zeroing its output through
+// the backend) comes next in that order, so a host stream runs it in place.
+// What "runs" means is
 // the backend's: a host stream may run the function at once on the caller
 // (the CPU backend: its event is complete when launch() returns) or later on
 // its own thread; a CUDA stream runs the function at once on the caller,

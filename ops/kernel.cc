@@ -21,19 +21,31 @@ void KernelContext::set_planned_output(size_t index, PlannedBuffer buffer) {
 
 Tensor& KernelContext::allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes, Fill fill) {
   if (index >= outputs_.size()) fail("kernel wrote output " + std::to_string(index) + " of " + std::to_string(outputs_.size()));
+  const bool host = allocator_.device().type == DeviceType::kCpu;
+  // Zeros on a device need its backend and the step's stream.
+  const bool backend_fills = backend_ != nullptr && stream_ != nullptr;
+  auto zero = [&](Tensor& tensor) {
+    if (tensor.nbytes() == 0) return;
+    if (backend_fills) {
+      backend_->fill_zero(tensor, *stream_);  // in stream order: the kernel's work follows it
+    } else if (host) {
+      std::memset(tensor.raw_data(), 0, tensor.nbytes());
+    } else {
+      fail("cannot zero an output on " + allocator_.device().to_string() + " without the device's backend");
+    }
+  };
   if (index < planned_.size() && planned_[index].data != nullptr) {
     const PlannedBuffer& planned = planned_[index];
     Tensor header = Tensor::wrap(dtype, sizes, planned.data, allocator_.device(), planned.keep_alive);
     bool fits = header.nbytes() <= planned.bytes && header.nbytes() > 0;
-    bool can_zero = !planned.aliases_input && allocator_.device().type == DeviceType::kCpu;
-    if (fits && (fill == Fill::kUninitialized || can_zero)) {
-      if (fill == Fill::kZeros) std::memset(planned.data, 0, header.nbytes());
+    if (fits && (fill == Fill::kUninitialized || !planned.aliases_input)) {
+      if (fill == Fill::kZeros) zero(header);
       outputs_[index] = std::move(header);
       return outputs_[index];
     }
   }
-  outputs_[index] = fill == Fill::kZeros ? Tensor(dtype, std::move(sizes), allocator_)
-                                         : Tensor::uninitialized(dtype, std::move(sizes), allocator_);
+  outputs_[index] = Tensor::uninitialized(dtype, std::move(sizes), allocator_);
+  if (fill == Fill::kZeros) zero(outputs_[index]);
   return outputs_[index];
 }
 

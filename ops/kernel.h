@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include <optional>
+#include "core/backend.h"
 
 #include "core/communicator.h"
 #include "core/stream.h"
@@ -53,8 +53,9 @@ class KernelContext {
   const Tensor& input(size_t index) const;
 
   enum class Fill { kZeros, kUninitialized };
-  // Allocates output `index` and returns it: zero-filled on the CPU, or left
-  // uninitialized by a kernel that writes every element.
+  // Allocates output `index` and returns it: zero-filled (through the
+  // backend, in stream order, when the runtime gave one), or left
+  // uninitialized for a kernel that writes every element.
   Tensor& allocate_output(size_t index, DType dtype, std::vector<int64_t> sizes, Fill fill = Fill::kZeros);
   // Makes output `index` a tensor the kernel already has (a view, an input).
   void set_output(size_t index, Tensor tensor);
@@ -73,6 +74,12 @@ class KernelContext {
     communicator_ = communicator;
     collective_timeout_ = timeout;
   }
+
+  // The backend of the device this step runs on; nullptr outside a runtime
+  // (then memory is host memory). Zero-filled outputs are filled through
+  // it, in the step's stream order, and DeviceCopy copies through it.
+  Backend* backend() const { return backend_; }
+  void set_backend(Backend* backend) { backend_ = backend; }
 
   // The stream this step runs on; nullptr outside a runtime (a kernel run
   // directly by a test or the reference evaluator runs on the host, at once).
@@ -110,6 +117,7 @@ class KernelContext {
   Allocator& allocator_;
   Communicator* communicator_ = nullptr;
   std::chrono::milliseconds collective_timeout_{0};
+  Backend* backend_ = nullptr;
   Stream* stream_ = nullptr;
   std::optional<uint64_t> rng_counter_;
   std::vector<PlannedBuffer> planned_;

@@ -106,7 +106,9 @@ MemoryPlan plan_memory(const Graph& graph, const Schedule& schedule, const OpReg
         continue;
       }
       int64_t bytes = static_bytes(value, bindings);
-      if (bytes <= 0 || step.device.type != DeviceType::kCpu) {
+      // Every device type is planned alike: the session allocates each
+      // device's arena from that device's backend allocator.
+      if (bytes <= 0) {
         buffer_of[value] = -1;
         continue;
       }

@@ -78,9 +78,6 @@ void check_feed(const Value& input, const Tensor& tensor) {
     throw Error(ErrorKind::kShape, "feed '" + input.name() + "' is " + tensor.type_string() + ", but the graph input is " +
                                        type.to_string());
   }
-  if (tensor.device().type != DeviceType::kCpu) {
-    throw Error(ErrorKind::kInvalidArgument, "feed '" + input.name() + "' must be a host tensor");
-  }
 }
 
 }  // namespace
@@ -130,13 +127,21 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
   release_after_uses_.assign(values.size(), -1);
   std::vector<bool> is_output(values.size(), false);
   for (const Value* out : graph.outputs()) is_output[plan_->value_index(out)] = true;
+  constants_.resize(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     const Value* value = values[i];
+    if (value->is_constant()) constants_[i] = resident(backend_reading(*value), value->data(), "constant '" + value->name() + "'");
     if (value->is_persistent()) {
+      Backend& backend = backend_reading(*value);
       if (value->data().defined()) {
-        state_[i] = value->data().clone();
+        state_[i] = copy_into(backend, value->data(), "the initial value of '" + value->name() + "'");
       } else if (value->type().dtype != DType::kUndefined && value->shape().has_rank() && value->shape().is_static()) {
-        state_[i] = Tensor(value->dtype(), value->shape().sizes());
+        Tensor zeros = Tensor::uninitialized(value->dtype(), value->shape().sizes(), backend.allocator());
+        if (zeros.nbytes() > 0) {
+          backend.fill_zero(zeros, backend.stream({StreamKind::kCopy, 0}))
+              ->synchronize(options_.step_timeout, "zeroing '" + value->name() + "' on " + backend.device().to_string());
+        }
+        state_[i] = std::move(zeros);
       } else {
         throw Error(ErrorKind::kInvalidGraph, "persistent value '" + value->name() +
                                                   "' has no initial tensor and no static type to zero-fill");
@@ -286,9 +291,12 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
     auto it = feeds.find(input->name());
     if (it == feeds.end()) throw Error(ErrorKind::kInvalidArgument, "graph input '" + input->name() + "' is not fed");
     check_feed(*input, it->second);
-    run.values[plan_->value_index(input)] = it->second;
+    run.values[plan_->value_index(input)] = resident(backend_reading(*input), it->second, "feed '" + input->name() + "'");
   }
-  for (const Value* constant : graph.constants()) run.values[plan_->value_index(constant)] = constant->data();
+  for (const Value* constant : graph.constants()) {
+    const int index = plan_->value_index(constant);
+    run.values[index] = constants_[index];
+  }
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
     for (const Value* persistent : graph.persistents()) {
@@ -342,7 +350,7 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
     if (!tensor.defined()) {
       throw Error(ErrorKind::kInternal, "graph output '" + output->name() + "' was not produced").with_node(output->name());
     }
-    if (in_arena(run, tensor.raw_data())) tensor = tensor.clone();
+    if (in_arena(run, tensor.raw_data())) tensor = copy_into(backend_holding(tensor), tensor, "output '" + output->name() + "'");
     outputs.push_back(std::move(tensor));
   }
   return outputs;
@@ -401,6 +409,7 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   Stream& stream = *streams_[s.stream];
   KernelContext ctx(node, std::move(inputs), allocator);
   ctx.set_stream(&stream);
+  ctx.set_backend(&backend);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get(), options_.collective_timeout);
   ctx.set_rng_counter(run.rng_counter);
   const MemoryPlan& memory = *run.memory;
@@ -434,7 +443,9 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
     bool planned_here = slot != nullptr && run.arenas[slot->arena] &&
                         tensor.raw_data() == static_cast<char*>(run.arenas[slot->arena]->data()) + slot->offset;
     if (!planned_here && !(s.output_views_input && o == 0) && tensor.nbytes() > 0 && in_arena(run, tensor.raw_data())) {
-      tensor = tensor.clone(allocator);
+      Tensor copy = Tensor::uninitialized(tensor.dtype(), tensor.sizes(), allocator);
+      backend.copy(tensor, copy, stream)->synchronize(options_.step_timeout, node.name());  // as the step itself
+      tensor = std::move(copy);
     }
     bytes += static_cast<int64_t>(tensor.nbytes());
     run.values[output_indices[o]] = std::move(tensor);
@@ -585,7 +596,44 @@ void Session::set_state(const std::string& name, const Tensor& tensor) {
   if (current.dtype() != tensor.dtype() || current.sizes() != tensor.sizes()) {
     throw Error(ErrorKind::kShape, "state '" + name + "' is " + current.type_string() + ", not " + tensor.type_string());
   }
-  current = tensor.clone();
+  current = copy_into(backend_reading(*value), tensor, "state '" + name + "'");
+}
+
+Backend& Session::backend_reading(const Value& value) const {
+  for (const Use& use : value.uses()) {
+    if (use.node != nullptr && use.node->device()) {
+      int index = plan_->device_index(*use.node->device());
+      if (index >= 0) return *backends_[static_cast<size_t>(index)];
+    }
+  }
+  return *backends_.front();
+}
+
+Backend& Session::backend_holding(const Tensor& tensor) const {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i] == tensor.device()) return *backends_[i];
+  }
+  return *backends_.front();
+}
+
+Tensor Session::copy_into(Backend& backend, const Tensor& source, const std::string& what) const {
+  if (!source.defined()) return source;
+  const Device& from = source.device();
+  if (from.type != DeviceType::kCpu && from != backend.device()) {
+    throw Error(ErrorKind::kInvalidArgument, what + " is on " + from.to_string() + ", but it is read on " +
+                                                 backend.device().to_string() + ": give a host tensor or one on that device");
+  }
+  Tensor copy = Tensor::uninitialized(source.dtype(), source.sizes(), backend.allocator());
+  if (copy.nbytes() > 0) {
+    backend.copy(source, copy, backend.stream({StreamKind::kCopy, 0}))
+        ->synchronize(options_.step_timeout, "copying " + what + " to " + backend.device().to_string());
+  }
+  return copy;
+}
+
+Tensor Session::resident(Backend& backend, const Tensor& tensor, const std::string& what) const {
+  if (!tensor.defined() || tensor.device().type == backend.device().type) return tensor;
+  return copy_into(backend, tensor, what);
 }
 
 }  // namespace weir

@@ -158,6 +158,16 @@ class Session {
   // The memory plan for a run's feeds: the plan's own, or (for a graph with
   // symbolic input dims) one planned for the fed sizes, cached by binding.
   std::shared_ptr<const MemoryPlan> memory_for(const std::map<std::string, Tensor>& feeds);
+  // The backend of the device `value` is read on (its first reader's), or
+  // of the plan's first device; and of the device a tensor lives on.
+  Backend& backend_reading(const Value& value) const;
+  Backend& backend_holding(const Tensor& tensor) const;
+  // `source` (on the host or `backend`'s device) copied into `backend`'s
+  // memory on its copy stream, waited for; `what` names it in a timeout.
+  Tensor copy_into(Backend& backend, const Tensor& source, const std::string& what) const;
+  // `tensor` as `backend` reads it: itself when it already lives in memory
+  // of that device type (virtual CPU devices share the host's), else a copy.
+  Tensor resident(Backend& backend, const Tensor& tensor, const std::string& what) const;
 
   std::shared_ptr<const Plan> plan_;
   SessionOptions options_;
@@ -170,6 +180,7 @@ class Session {
   std::vector<Stream*> streams_;                               // by schedule stream: its backend stream
   std::vector<std::shared_ptr<Communicator>> communicators_;   // by plan device index; empty without collectives
   std::vector<Tensor> state_;                                  // by plan value index; persistent values only
+  std::vector<Tensor> constants_;                              // by plan value index; constants, where they are read
   mutable std::mutex state_mutex_;
   std::atomic<uint64_t> rng_counter_{0};
   std::vector<int> release_after_uses_;                        // by value index; -1: never release

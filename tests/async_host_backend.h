@@ -9,6 +9,7 @@
 //   Session session(plan, options);
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -77,7 +78,23 @@ class AsyncHostStream final : public Stream {
   Device device() const override { return device_; }
   StreamId id() const override { return id_; }
 
-  std::shared_ptr<Event> launch(std::function<void()> work) override { return enqueue(std::move(work)); }
+  std::shared_ptr<Event> launch(std::function<void()> work) override {
+    // From work this stream is running (a kernel zeroing its output through
+    // the backend): that work's place in the order is now, so run it here.
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++launched_;
+      }
+      try {
+        work();
+      } catch (...) {
+        return completed_event(std::current_exception());
+      }
+      return completed_event();
+    }
+    return enqueue(std::move(work));
+  }
   std::shared_ptr<Event> record() override { return enqueue(nullptr); }
   void wait(std::shared_ptr<Event> event) override {
     enqueue([event] { event->synchronize(std::chrono::minutes(1), "an event the stream waits on"); });
@@ -149,7 +166,10 @@ class AsyncHostBackend final : public Backend {
     if (!stream) stream = std::make_unique<AsyncHostStream>(device_, id);
     return *stream;
   }
-  // Kernels this backend's streams have run, over all streams.
+  // Copies and zero-fills asked of the backend.
+  int64_t copies() const { return copies_; }
+  int64_t fills() const { return fills_; }
+  // Work this backend's streams have run (steps, copies, fills), over all streams.
   int64_t launched() const {
     std::lock_guard<std::mutex> lock(mutex_);
     int64_t total = 0;
@@ -161,12 +181,14 @@ class AsyncHostBackend final : public Backend {
     if (source.dtype() != destination.dtype() || source.num_elements() != destination.num_elements()) {
       throw Error(ErrorKind::kInvalidArgument, "copy: " + source.type_string() + " into " + destination.type_string());
     }
+    ++copies_;
     Tensor from = source, to = destination;  // the handles keep the memory alive until the copy has run
     return stream.launch([from, to] {
       if (from.nbytes() > 0) std::memmove(to.raw_data(), from.raw_data(), from.nbytes());
     });
   }
   std::shared_ptr<Event> fill_zero(Tensor& tensor, Stream& stream) override {
+    ++fills_;
     Tensor target = tensor;
     return stream.launch([target] {
       if (target.nbytes() > 0) std::memset(target.raw_data(), 0, target.nbytes());
@@ -184,6 +206,7 @@ class AsyncHostBackend final : public Backend {
  private:
   Device device_;
   Allocator& allocator_;
+  std::atomic<int64_t> copies_{0}, fills_{0};
   mutable std::mutex mutex_;
   std::map<StreamId, std::unique_ptr<AsyncHostStream>> streams_;
 };

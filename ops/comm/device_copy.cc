@@ -9,15 +9,26 @@ namespace weir {
 
 namespace {
 
-// Host to host: virtual CPU devices share memory, but each has its own
-// allocator (and statistics), so the copy lands in the destination's memory.
-class HostCopyKernel final : public OpKernel {
+// A copy into memory of the device the node runs on, through that device's
+// backend in the step's stream order (the destination backend reads the
+// host or its own device). Between virtual CPU devices memory is shared,
+// but each has its own allocator (and statistics), so the copy lands in the
+// destination's memory. Without a runtime (a test, the reference
+// evaluator) it is a host memcpy.
+class DeviceCopyKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (x.device().type != DeviceType::kCpu) ctx.fail("the CPU DeviceCopy kernel got a tensor on " + x.device().to_string());
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
-    if (x.nbytes() > 0) std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+    if (x.nbytes() == 0) return;
+    if (ctx.backend() != nullptr && ctx.stream() != nullptr) {
+      ctx.backend()->copy(x, y, *ctx.stream());
+      return;
+    }
+    if (x.device().type != DeviceType::kCpu || y.device().type != DeviceType::kCpu) {
+      ctx.fail("copying " + x.device().to_string() + " to " + y.device().to_string() + " needs the device's backend");
+    }
+    std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
   }
 };
 
@@ -40,7 +51,7 @@ void register_device_copy_schema(OpRegistry& registry) {
 
 void register_device_copy_cpu_kernel(KernelRegistry& registry) {
   registry.add("DeviceCopy", DeviceType::kCpu, kAnyDTypes,
-               [](const Node&) { return std::make_unique<HostCopyKernel>(); });
+               [](const Node&) { return std::make_unique<DeviceCopyKernel>(); });
 }
 
 }  // namespace weir

@@ -135,9 +135,47 @@ TEST(SessionOnAnAsyncBackend, GivesTheCpuBackendsResultsBitForBit) {
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwise_equal(expected[i])) << "run " << run;
   }
-  // Every step of every run went through the backend's streams.
+  // Every step of every run went through the backend's streams, and so did
+  // the copies and fills the session made (state at start, outputs out of
+  // the arena, zeroed outputs).
   ASSERT_NE(backend, nullptr);
-  EXPECT_EQ(backend->launched(), 3 * static_cast<int64_t>(plan->schedule().steps.size()));
+  EXPECT_GE(backend->launched(), 3 * static_cast<int64_t>(plan->schedule().steps.size()));
+  EXPECT_GT(backend->fills(), 0) << "zero-filled outputs are filled through the backend";
+  EXPECT_EQ(backend->launched(), 3 * static_cast<int64_t>(plan->schedule().steps.size()) + backend->copies() +
+                                     backend->fills());
+}
+
+// Persistent state reaches the device through the backend: the initial
+// value is copied in at start, set_state() copies in, zero-initialized
+// state is filled; the run reads what was copied.
+TEST(SessionOnAnAsyncBackend, StateIsCopiedAndFilledThroughTheBackend) {
+  Graph g("state");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{4}});
+  Value* w = g.add_persistent("w", {DType::kFloat32, Shape{4}}, PersistentRole::kParameter,
+                              Tensor::from_vector<float>({1, 2, 3, 4}, {4}));
+  Value* zeros = g.add_persistent("zeros", {DType::kFloat32, Shape{4}}, PersistentRole::kOptimizerState);
+  Node* scaled = g.add_node("Mul", {x, w}, 1, {}, "scaled");
+  g.add_output(g.add_node("Add", {scaled->output(0), zeros}, 1, {}, "plus_zeros")->output(0));
+  infer_graph_types(g, default_op_registry());
+  SessionOptions options = async_options();
+  testing::AsyncHostBackend* backend = nullptr;
+  options.make_backend = [&backend](const Device& device, Allocator& allocator) {
+    auto made = std::make_unique<testing::AsyncHostBackend>(device, allocator);
+    backend = made.get();
+    return made;
+  };
+  Session session(compile(g), options);
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->copies(), 1) << "w's initial value";
+  EXPECT_EQ(backend->fills(), 1) << "zeros";
+  Tensor x_value = Tensor::from_vector<float>({1, 1, 1, 1}, {4});
+  Tensor y = session.run({{"x", x_value}})[0];
+  EXPECT_EQ(y.data<float>()[3], 4.0f);
+  session.set_state("w", Tensor::from_vector<float>({5, 6, 7, 8}, {4}));
+  EXPECT_EQ(backend->copies(), 2) << "set_state";
+  y = session.run({{"x", x_value}})[0];
+  EXPECT_EQ(y.data<float>()[0], 5.0f);
+  EXPECT_EQ(y.data<float>()[3], 8.0f);
 }
 
 TEST(SessionOnAnAsyncBackend, CollectivesAndAFailingKernelAreNamed) {

@@ -145,7 +145,7 @@ std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::stri
   return pipeline_of("inference", level, disabled, {});
 }
 
-std::unique_ptr<Pipeline> training_pipeline(int level, const std::set<std::string>& disabled) {
+std::unique_ptr<Pipeline> training_optimization_pipeline(int level, const std::set<std::string>& disabled) {
   // In the registered order, which suits training graphs too.
   return pipeline_of("training", level, disabled,
                      {"identity_elimination", "shape_op_folding", "no_op_elimination", "constant_folding",

@@ -67,6 +67,6 @@ std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::stri
 // which rewrite forward and backward ops alike; not the inference-only
 // fusions (their ops have no gradient, and the conv and matmul fusions and
 // the layout want constant weights) nor freezing (nothing to freeze).
-std::unique_ptr<Pipeline> training_pipeline(int level, const std::set<std::string>& disabled = {});
+std::unique_ptr<Pipeline> training_optimization_pipeline(int level, const std::set<std::string>& disabled = {});
 
 }  // namespace weir

@@ -6,6 +6,14 @@
 
 namespace weir {
 
+Node* Rewriter::create(const Node& like, const std::string& op_type, const std::vector<Value*>& inputs,
+                       size_t num_outputs, std::map<std::string, Attribute> attributes, const std::string& name) {
+  Node* node = graph_.add_node(op_type, inputs, num_outputs, std::move(attributes), name);
+  if (like.device()) node->set_device(*like.device());
+  node->set_stream(like.stream());
+  return node;
+}
+
 Node* Rewriter::producer_of(const Value* value, const char* op_type) const {
   Node* producer = value != nullptr ? value->producer() : nullptr;
   return producer != nullptr && producer->op_type() == op_type && producer->domain().empty() ? producer : nullptr;

@@ -20,6 +20,7 @@
 //   driver.run(graph, ctx);
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,11 @@ class Rewriter {
   Rewriter(Graph& graph, PassContext& context) : graph_(graph), context_(context) {}
   Graph& graph() { return graph_; }
   PassContext& context() { return context_; }
+
+  // Adds a node that takes `like`'s place: on its device and stream, since a
+  // rule's replacement runs where the node it replaces ran.
+  Node* create(const Node& like, const std::string& op_type, const std::vector<Value*>& inputs, size_t num_outputs = 1,
+               std::map<std::string, Attribute> attributes = {}, const std::string& name = "");
 
   // The producer of `value` when it is a built-in `op_type` node (nullptr otherwise).
   Node* producer_of(const Value* value, const char* op_type) const;

@@ -12,7 +12,7 @@
 // The optimizer updates take found_inf as their `skip` input, so an
 // overflowed step leaves the parameters and optimizer state untouched.
 // The pass side (where the scale is applied and these ops are inserted)
-// is frontend/optim's minimize() with AMP in fp16.
+// is passes/training/loss_scaling.h, in the training pipeline with AMP in fp16.
 #pragma once
 
 #include "core/op_schema.h"

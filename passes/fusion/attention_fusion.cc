@@ -100,8 +100,7 @@ class AttentionRule final : public RewriteRule {
     std::map<std::string, Attribute> attributes = {{"num_heads", Attribute(hq)}, {"scale", Attribute(scale)}};
     std::vector<Value*> inputs = {q, k, v};
     if (mask != nullptr) inputs.push_back(mask);
-    Node* attention = rw.graph().add_node("Attention", inputs, 1, attributes, rw.graph().unique_name(softmax.name() + "_attention"));
-    if (softmax.device()) attention->set_device(*softmax.device());
+    Node* attention = rw.create(softmax, "Attention", inputs, 1, attributes, rw.graph().unique_name(softmax.name() + "_attention"));
     attention->output(0)->set_type(out);
     rw.replace(*merge, attention->output(0));  // the whole pattern becomes unread and goes with it
     return true;

@@ -140,8 +140,7 @@ class SplitConvOverConcatRule final : public RewriteRule {
       } else {
         part_attributes["activation"] = Attribute("None");
       }
-      Node* part = graph.add_node("FusedConv", inputs, 1, part_attributes, graph.unique_name(conv.name() + suffix));
-      if (conv.device()) part->set_device(*conv.device());
+      Node* part = rw.create(conv, "FusedConv", inputs, 1, part_attributes, graph.unique_name(conv.name() + suffix));
       part->output(0)->set_type(conv.output(0)->type());
       running = part->output(0);
     }
@@ -173,16 +172,14 @@ class SinkConcatThroughPoolRule final : public RewriteRule {
     std::vector<Value*> pooled_parts;
     for (size_t i = 0; i < concat->num_inputs(); ++i) {
       Value* part = concat->input(i);
-      Node* moved = graph.add_node(pool.op_type(), {part}, 1, pool.attributes(),
+      Node* moved = rw.create(pool, pool.op_type(), {part}, 1, pool.attributes(),
                                    graph.unique_name(pool.name() + "_part" + std::to_string(i)));
-      if (pool.device()) moved->set_device(*pool.device());
       std::vector<Dim> dims = type.shape.dims();
       dims[static_cast<size_t>(axis)] = part->type().shape[static_cast<size_t>(axis)];
       moved->output(0)->set_type({type.dtype, Shape(std::move(dims))});
       pooled_parts.push_back(moved->output(0));
     }
-    Node* joined = graph.add_node("Concat", pooled_parts, 1, {{"axis", Attribute(axis)}}, graph.unique_name(concat->name() + "_pooled"));
-    if (concat->device()) joined->set_device(*concat->device());
+    Node* joined = rw.create(*concat, "Concat", pooled_parts, 1, {{"axis", Attribute(axis)}}, graph.unique_name(concat->name() + "_pooled"));
     joined->output(0)->set_type(type);
     rw.replace(pool, joined->output(0));
     return true;

@@ -28,9 +28,8 @@ class ConvActivationRule final : public RewriteRule {
     if (conv->device() != root.device() || !conv->control_outputs().empty()) return false;
     std::map<std::string, Attribute> attributes = conv->attributes();
     act->to_attributes(attributes);
-    Node* fused = rw.graph().add_node("FusedConv", conv->inputs(), 1, attributes,
+    Node* fused = rw.create(*conv, "FusedConv", conv->inputs(), 1, attributes,
                                       rw.graph().unique_name(conv->name() + "_" + FusedActivation::name(act->kind)));
-    if (conv->device()) fused->set_device(*conv->device());
     fused->output(0)->set_type(root.output(0)->type());
     rw.replace(root, fused->output(0));
     return true;

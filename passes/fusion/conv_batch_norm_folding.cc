@@ -91,6 +91,7 @@ bool ConvBatchNormFolding::run(Graph& graph, PassContext&) {
     Node* folded = graph.add_node("Conv", {conv->input(0), new_w, new_b}, 1, conv->attributes(),
                                   graph.unique_name(conv->name() + "_bn"));
     if (conv->device()) folded->set_device(*conv->device());
+    folded->set_stream(conv->stream());  // runs where the node it replaces ran
     folded->output(0)->set_type(bn->output(0)->type());
     graph.replace_all_uses(bn->output(0), folded->output(0));
     removed.insert(bn);

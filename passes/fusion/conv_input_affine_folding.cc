@@ -181,8 +181,7 @@ class FoldInputAffineRule final : public RewriteRule {
       inputs.resize(std::max<size_t>(inputs.size(), 3), nullptr);
       inputs[2] = graph.add_constant(graph.unique_name(conv.name() + "_bias_input_folded"), std::move(new_b));
     }
-    Node* folded = graph.add_node(conv.op_type(), inputs, 1, conv.attributes(), graph.unique_name(conv.name() + "_input_folded"));
-    if (conv.device()) folded->set_device(*conv.device());
+    Node* folded = rw.create(conv, conv.op_type(), inputs, 1, conv.attributes(), graph.unique_name(conv.name() + "_input_folded"));
     folded->output(0)->set_type(conv.output(0)->type());
     rw.replace(conv, folded->output(0));
     return true;

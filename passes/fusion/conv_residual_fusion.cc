@@ -38,8 +38,7 @@ class ConvResidualRule final : public RewriteRule {
       inputs.push_back(z);
       std::map<std::string, Attribute> attributes = conv->attributes();
       if (!attributes.count("activation")) attributes["activation"] = Attribute("None");
-      Node* fused = rw.graph().add_node("FusedConv", inputs, 1, attributes, rw.graph().unique_name(conv->name() + "_add"));
-      if (conv->device()) fused->set_device(*conv->device());
+      Node* fused = rw.create(*conv, "FusedConv", inputs, 1, attributes, rw.graph().unique_name(conv->name() + "_add"));
       fused->output(0)->set_type(out);
       rw.replace(add, fused->output(0));
       return true;

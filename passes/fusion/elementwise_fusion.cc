@@ -118,9 +118,8 @@ class ElementwiseChainRule final : public RewriteRule {
         return mapped < 0 ? v_register : mapped;
       });
     }
-    Node* fused = rw.graph().add_node("FusedElementwise", inputs, 1, {{"program", Attribute(program)}},
+    Node* fused = rw.create(consumer, "FusedElementwise", inputs, 1, {{"program", Attribute(program)}},
                                       rw.graph().unique_name(consumer.name() + "_fused"));
-    if (consumer.device()) fused->set_device(*consumer.device());
     fused->output(0)->set_type(consumer.output(0)->type());
     rw.replace(consumer, fused->output(0));
   }

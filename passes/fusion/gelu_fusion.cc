@@ -44,9 +44,8 @@ Node* gelu_tail(Node& core, Value* x) {
 }
 
 bool replace_with_gelu(Node& core, Node& last, Value* x, const char* approximate, Rewriter& rw) {
-  Node* gelu = rw.graph().add_node("Gelu", {x}, 1, {{"approximate", Attribute(approximate)}},
+  Node* gelu = rw.create(core, "Gelu", {x}, 1, {{"approximate", Attribute(approximate)}},
                                    rw.graph().unique_name(core.name() + "_gelu"));
-  if (core.device()) gelu->set_device(*core.device());
   gelu->output(0)->set_type(last.output(0)->type());
   rw.replace(last, gelu->output(0));  // the pattern's nodes go with it
   return true;

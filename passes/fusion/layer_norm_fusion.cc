@@ -104,10 +104,9 @@ bool LayerNormRule::apply(Node& mean_node, Rewriter& rw) {
     }
     std::vector<Value*> inputs = {x, gamma};
     if (beta != nullptr) inputs.push_back(beta);
-    Node* fused = graph.add_node("LayerNormalization", inputs, 1,
+    Node* fused = rw.create(*mean, "LayerNormalization", inputs, 1,
                                  {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(epsilon)}},
                                  graph.unique_name(mean->name() + "_layer_norm"));
-    if (mean->device()) fused->set_device(*mean->device());
     fused->output(0)->set_type(result->type());
     rw.replace(*result->producer(), fused->output(0));  // the decomposed nodes go with it
   }

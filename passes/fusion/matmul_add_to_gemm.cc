@@ -32,6 +32,7 @@ bool MatMulAddToGemm::run(Graph& graph, PassContext&) {
       Node* gemm = graph.add_node("Gemm", {matmul->input(0), matmul->input(1), c}, 1, {},
                                   graph.unique_name(matmul->name() + "_gemm"));
       if (matmul->device()) gemm->set_device(*matmul->device());
+      gemm->set_stream(matmul->stream());  // runs where the node it replaces ran
       gemm->output(0)->set_type(add->output(0)->type());
       graph.replace_all_uses(add->output(0), gemm->output(0));
       removed.insert(add);

@@ -27,8 +27,7 @@ Node* make_fused(Rewriter& rw, Node& product, std::vector<Value*> inputs, const 
                  const Node& root) {
   std::map<std::string, Attribute> attributes;
   activation.to_attributes(attributes);
-  Node* fused = rw.graph().add_node("FusedMatMul", inputs, 1, attributes, rw.graph().unique_name(product.name() + "_fused"));
-  if (product.device()) fused->set_device(*product.device());
+  Node* fused = rw.create(product, "FusedMatMul", inputs, 1, attributes, rw.graph().unique_name(product.name() + "_fused"));
   fused->output(0)->set_type(root.output(0)->type());
   return fused;
 }

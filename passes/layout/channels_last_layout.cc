@@ -177,8 +177,7 @@ class SinkTransposeRule final : public RewriteRule {
       if (!(input->type().shape == out_shape)) return false;
       inputs.push_back(to_channels_last(rw.graph(), input, rank, op.device()));
     }
-    Node* moved = rw.graph().add_node(op.op_type(), inputs, 1, op.attributes(), rw.graph().unique_name(op.name() + "_nhwc"));
-    if (op.device()) moved->set_device(*op.device());
+    Node* moved = rw.create(op, op.op_type(), inputs, 1, op.attributes(), rw.graph().unique_name(op.name() + "_nhwc"));
     moved->output(0)->set_type(permuted(op.output(0)->type(), to_last_perm(rank)));
     Node* back = add_transpose(rw.graph(), moved->output(0), to_first_perm(rank), op.name() + "_to_nchw", op.device());
     rw.replace(op, back->output(0));
@@ -332,8 +331,7 @@ bool ChannelsLastLayout::run(Graph& graph, PassContext& context) {
     std::vector<Value*> inputs = conv->inputs();
     inputs[0] = to_channels_last(graph, x, rank, conv->device());
     if (inputs.size() > 3 && inputs[3] != nullptr) inputs[3] = to_channels_last(graph, inputs[3], rank, conv->device());  // the addend
-    Node* fused = graph.add_node("FusedConv", inputs, 1, attributes, graph.unique_name(conv->name() + "_nhwc"));
-    if (conv->device()) fused->set_device(*conv->device());
+    Node* fused = rw.create(*conv, "FusedConv", inputs, 1, attributes, graph.unique_name(conv->name() + "_nhwc"));
     fused->output(0)->set_type(permuted(y->type(), to_last_perm(rank)));
     Node* back = add_transpose(graph, fused->output(0), to_first_perm(rank), conv->name() + "_to_nchw", conv->device());
     rw.replace(*conv, back->output(0));

@@ -341,15 +341,40 @@ TEST(ConvActivationFusion, MatchesConvThenRelu) {
   }
 }
 
+// A rule's replacement runs where the node it replaces ran: Rewriter::create
+// gives the fused node the Conv's device and stream (a fusion used to keep
+// the device and drop the stream).
+TEST(ConvActivationFusion, TheFusedNodeKeepsDeviceAndStream) {
+  Graph g("conv_relu");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{1, 3, 5, 5}});
+  Value* w = g.add_constant("w", Tensor::from_vector(std::vector<float>(4 * 3 * 3 * 3, 0.5f), {4, 3, 3, 3}));
+  Node* conv = g.add_node("Conv", {x, w}, 1, {}, "conv");
+  Node* relu = g.add_node("Relu", {conv->output(0)}, 1, {}, "relu");
+  for (Node* node : {conv, relu}) {
+    node->set_device(Device::cpu(1));
+    node->set_stream("step");
+  }
+  g.add_output(relu->output(0));
+  infer_graph_types(g, default_op_registry());
+  PassContext ctx;
+  inference_pipeline(3)->run(g, ctx);
+  ASSERT_EQ(count_ops(g, "FusedConv"), 1);
+  for (const Node* node : g.nodes()) {
+    if (node->op_type() != "FusedConv") continue;
+    EXPECT_EQ(node->device(), std::optional<Device>(Device::cpu(1)));
+    EXPECT_EQ(node->stream(), "step");
+  }
+}
+
 // The training pipeline on an MLP training step (forward, backward, Adam):
 // the step graph shrinks, and three steps on the same batches give the same
 // parameters as the unoptimized graph.
-TEST(TrainingPipeline, KeepsTheTrainingStepExact) {
+TEST(TrainingOptimizationPipeline, KeepsTheTrainingStepExact) {
   models::ClassifierGraph train = models::build_classifier("mlp", 8, /*training=*/true);
   TrainingGraph step = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam});
   auto optimized = train.graph->clone();
   PassContext ctx;
-  training_pipeline(3)->run(*optimized, ctx);
+  training_optimization_pipeline(3)->run(*optimized, ctx);
   std::printf("mlp training step: %zu nodes -> %zu\n", train.graph->num_nodes(), optimized->num_nodes());
   EXPECT_LT(optimized->num_nodes(), train.graph->num_nodes());
   Session plain(compile(*train.graph)), fused(compile(*optimized));

@@ -12,6 +12,7 @@
 #include "core/type_inference.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/optim/lr_schedule.h"
+#include "frontend/strategy/strategy.h"
 #include "frontend/train/trainer.h"
 #include "models/train_classifier.h"
 #include "passes/precision/auto_mixed_precision.h"

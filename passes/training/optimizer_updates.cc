@@ -1,0 +1,107 @@
+#include "passes/training/optimizer_updates.h"
+
+#include <map>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "core/type_inference.h"
+#include "passes/training/training_step.h"
+
+namespace weir {
+
+namespace {
+
+// Every node that reads `value`, directly or through views of it.
+void collect_readers(const Value* value, const OpRegistry& registry, std::unordered_set<Node*>& readers) {
+  for (const Use& use : value->uses()) {
+    if (!readers.insert(use.node).second) continue;
+    const OpSchema* schema = registry.find(use.node->op_type(), use.node->domain());
+    if (schema != nullptr && has_trait(schema->traits(), OpTrait::kViewOfInput) && use.input_index == 0 &&
+        use.node->num_outputs() > 0 && use.node->output(0) != nullptr) {
+      collect_readers(use.node->output(0), registry, readers);
+    }
+  }
+}
+
+std::map<std::string, Attribute> update_attributes(const OptimizerConfig& config, bool has_step) {
+  std::map<std::string, Attribute> attrs = {{"weight_decay", Attribute(config.weight_decay)}};
+  if (config.kind == OptimizerKind::kMomentum) {
+    attrs["momentum"] = Attribute(config.momentum);
+    attrs["nesterov"] = Attribute(int64_t{config.nesterov ? 1 : 0});
+  }
+  if (has_step) {
+    attrs["beta1"] = Attribute(config.beta1);
+    attrs["beta2"] = Attribute(config.beta2);
+    if (config.epsilon > 0) attrs["epsilon"] = Attribute(config.epsilon);
+  }
+  return attrs;
+}
+
+}  // namespace
+
+bool OptimizerUpdates::run(Graph& graph, PassContext& context) {
+  TrainingStepState& step = context.options<TrainingStepState>();
+  TrainingGraph& result = step.graph;
+  const OpRegistry& registry = context.registry();
+  Value* loss_value = graph.find_value(result.loss);
+  if (loss_value == nullptr) throw Error(ErrorKind::kInvalidArgument, "optimizer_updates: no loss '" + result.loss + "'");
+  Value* found_inf = step.found_inf.empty() ? nullptr : graph.find_value(step.found_inf);
+
+  Value* lr = graph.add_input(result.lr_input, {DType::kFloat32, Shape{}});
+  const OptimizerKind kind = config_.kind;
+  Value* step_input = nullptr;
+  if (kind == OptimizerKind::kAdam || kind == OptimizerKind::kAdamW || kind == OptimizerKind::kLamb) {
+    step_input = graph.add_input("step", {DType::kInt64, Shape{}});
+    result.step_input = "step";
+  }
+  const std::map<std::string, Attribute> attrs = update_attributes(config_, step_input != nullptr);
+  for (size_t i = 0; i < result.parameters.size(); ++i) {
+    Value* param = graph.find_value(result.parameters[i]);
+    Value* gradient = graph.find_value(step.gradients[i]);
+    std::unordered_set<Node*> readers;
+    collect_readers(param, registry, readers);
+    std::vector<Value*> inputs = {param, gradient};
+    for (const char* s : optimizer_state_names(kind)) {
+      std::string name = param->name() + "/" + s;
+      Value* state = graph.add_persistent(name, param->type(), PersistentRole::kOptimizerState,
+                                          Tensor(param->dtype(), param->shape().sizes()));
+      result.optimizer_state.push_back(name);
+      inputs.push_back(state);
+    }
+    inputs.push_back(lr);
+    if (step_input != nullptr) inputs.push_back(step_input);
+    if (found_inf != nullptr) inputs.push_back(found_inf);
+    size_t num_outputs = 1 + optimizer_state_names(kind).size();
+    Node* update = graph.add_node(optimizer_op_type(kind), inputs, num_outputs, attrs,
+                                  graph.unique_name(param->name() + "/" + optimizer_kind_name(kind)));
+    if (auto* producer = gradient->producer(); producer != nullptr && producer->device()) {
+      update->set_device(*producer->device());
+    }
+    for (Node* reader : readers) update->add_control_input(reader);
+  }
+  if (found_inf != nullptr) {
+    Value* scale = graph.find_value(result.loss_scale);
+    std::unordered_set<Node*> readers;
+    collect_readers(scale, registry, readers);
+    Value* good_steps = graph.add_persistent("loss_scale/good_steps", {DType::kInt64, Shape{}},
+                                             PersistentRole::kOptimizerState, Tensor::scalar<int64_t>(0));
+    result.optimizer_state.push_back("loss_scale/good_steps");
+    Node* update = graph.add_node("UpdateLossScale", {scale, good_steps, found_inf}, 2,
+                                  {{"growth_factor", Attribute(amp_.growth_factor)},
+                                   {"backoff_factor", Attribute(amp_.backoff_factor)},
+                                   {"growth_interval", Attribute(amp_.growth_interval)}},
+                                  graph.unique_name("update_loss_scale"));
+    for (Node* reader : readers) update->add_control_input(reader);
+  }
+  if (graph.outputs().empty() || graph.outputs().front() != loss_value) {
+    std::vector<Value*> outputs = graph.outputs();
+    graph.clear_outputs();
+    graph.add_output(loss_value);
+    for (Value* out : outputs) {
+      if (out != loss_value) graph.add_output(out);
+    }
+  }
+  return true;
+}
+
+}  // namespace weir

@@ -1,0 +1,52 @@
+// TrainingGraph — what the training pipeline made of a graph: the names a
+// training loop feeds and reads, and each pass's figures. The passes share
+// one TrainingStepState through the pass context while they build the step.
+//
+//   weir::PassContext ctx(registry);
+//   ctx.options<weir::TrainingStepState>().graph.loss = "loss";
+//   weir::training_pipeline(strategy, optimizer)->run(graph, ctx);
+//   const weir::TrainingGraph& step = ctx.options<weir::TrainingStepState>().graph;
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weir {
+
+struct TrainingGraph {
+  std::string loss{};
+  std::string lr_input = "lr";
+  std::string step_input{};                // empty when the optimizer needs no step
+  std::vector<std::string> parameters{};   // updated, in graph order
+  std::vector<std::string> frozen{};     // parameters the loss does not depend on (not updated)
+  std::vector<std::string> optimizer_state{};
+  // With a Strategy: AMP (low-precision nodes, casts inserted), dynamic loss
+  // scaling (the persistent scale, empty when off) and recompute (the
+  // checkpoints kept, the nodes cloned, the estimated peak bytes before
+  // and after).
+  int amp_low_precision_nodes = 0;
+  int amp_casts = 0;
+  int amp_f32_gradient_sums = 0;  // gradient sums written in f32 instead of cast up (F32GradientAccumulation)
+  std::string loss_scale{};
+  std::vector<std::string> recompute_checkpoints{};
+  int recomputed_nodes = 0;
+  int64_t peak_bytes_before_recompute = 0;
+  int64_t peak_bytes_after_recompute = 0;
+  // Data parallel: the ranks the step is each rank's program for (1: not
+  // data parallel) and the AllReduce nodes added.
+  int ranks = 1;
+  int allreduces = 0;
+};
+
+// What the passes of one training pipeline hand each other, by value name
+// (names survive the rewrites between them; pointers might not).
+struct TrainingStepState {
+  TrainingGraph graph{};            // the result: loss set by the caller, the rest by the passes
+  std::string differentiated{};     // what autodiff differentiates: the loss, or loss * loss_scale
+  std::vector<std::string> raw_gradients{};  // by trained parameter: autodiff's (what ranks average)
+  std::vector<std::string> gradients{};      // by trained parameter: what the update reads
+  std::string found_inf{};          // loss scaling: the overflow flag every update skips on
+};
+
+}  // namespace weir

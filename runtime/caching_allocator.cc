@@ -81,22 +81,30 @@ void CachingAllocator::release_cached() {
   }
 }
 
-CachingAllocator& device_caching_allocator(const Device& device) {
-  if (device.type != DeviceType::kCpu) {
-    throw Error(ErrorKind::kUnsupported, "no caching allocator for " + device.to_string() + " yet");
-  }
+CachingAllocator& device_caching_allocator(const Device& device, Allocator* device_memory) {
   struct Entry {
-    std::unique_ptr<CpuAllocator> backing;
+    std::unique_ptr<CpuAllocator> host;  // a host device's own memory
+    Allocator* backing = nullptr;
     std::unique_ptr<CachingAllocator> cache;
   };
   // Deliberately never destroyed: tensors may outlive static destruction order.
-  static auto* entries = new std::map<int, Entry>();
+  static auto* entries = new std::map<std::pair<DeviceType, int>, Entry>();
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  Entry& entry = (*entries)[device.index];
+  Entry& entry = (*entries)[{device.type, device.index}];
   if (!entry.cache) {
-    entry.backing = std::make_unique<CpuAllocator>(device);
+    if (device.type == DeviceType::kCpu) {
+      entry.host = std::make_unique<CpuAllocator>(device);
+      entry.backing = entry.host.get();
+    } else if (device_memory != nullptr) {
+      entry.backing = device_memory;
+    } else {
+      throw Error(ErrorKind::kUnsupported, "no memory for " + device.to_string() +
+                                               ": a session on it needs SessionOptions::device_memory");
+    }
     entry.cache = std::make_unique<CachingAllocator>(*entry.backing);
+  } else if (device.type != DeviceType::kCpu && device_memory != nullptr && device_memory != entry.backing) {
+    throw Error(ErrorKind::kInvalidArgument, device.to_string() + "'s memory is already cached over another allocator");
   }
   return *entry.cache;
 }

@@ -60,10 +60,15 @@ class CachingAllocator final : public Allocator {
   int64_t system_allocations_ = 0;
 };
 
-// The process's caching allocator for a host device ("cpu:N"), created on
-// first use over a CpuAllocator for that device and never destroyed, so
-// tensors a session returns stay valid after the session is gone. Sessions
-// allocate through these, which makes the statistics per device, process-wide.
-CachingAllocator& device_caching_allocator(const Device& device);
+// The process's caching allocator for `device`, created on first use and
+// never destroyed, so tensors a session returns stay valid after the session
+// is gone. Sessions allocate through these, which makes the statistics per
+// device, process-wide. A host device ("cpu:N") caches a CpuAllocator of its
+// own; any other device caches `device_memory`, that device's raw memory (a
+// CUDA backend's cudaMalloc allocator), which must be given on first use and
+// must outlive the process's use of it. Throws weir::Error(kUnsupported)
+// naming the device when a device other than the host's has none, and
+// kInvalidArgument when a later call names other memory for it.
+CachingAllocator& device_caching_allocator(const Device& device, Allocator* device_memory = nullptr);
 
 }  // namespace weir

@@ -102,7 +102,8 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
     devices_[0] = mine;
   }
   for (const Device& device : devices_) {
-    allocators_.push_back(&device_caching_allocator(device));
+    Allocator* memory = device.type != DeviceType::kCpu && options_.device_memory ? &options_.device_memory(device) : nullptr;
+    allocators_.push_back(&device_caching_allocator(device, memory));
     if (options_.make_backend) {
       backends_.push_back(options_.make_backend(device, *allocators_.back()));
       if (!backends_.back() || backends_.back()->device() != device) {

@@ -84,6 +84,11 @@ struct SessionOptions {
   // The backend of each device, given the device's caching allocator; unset:
   // the CPU backend (runtime/cpu_backend.h) for CPU devices.
   std::function<std::unique_ptr<Backend>(const Device& device, Allocator& allocator)> make_backend;
+  // The raw memory of each device that is not the host's (a CUDA backend's
+  // cudaMalloc allocator), which the session caches
+  // (runtime/caching_allocator.h); it must outlive every tensor made from it.
+  // Unset: host devices only.
+  std::function<Allocator&(const Device& device)> device_memory;
   // The world whose rank this session is; unset: the plan's devices are the
   // ranks (see above). The plan must then have one device, of the type of
   // the world's device.

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "ops/graph_evaluator.h"
+#include "ops/register_ops.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/session.h"
 #include "tests/async_host_backend.h"
@@ -176,6 +177,65 @@ TEST(SessionOnAnAsyncBackend, StateIsCopiedAndFilledThroughTheBackend) {
   y = session.run({{"x", x_value}})[0];
   EXPECT_EQ(y.data<float>()[0], 5.0f);
   EXPECT_EQ(y.data<float>()[3], 8.0f);
+}
+
+// A device that is not the host's, faked: "cuda:5" whose memory is host
+// memory under that device's name, the asynchronous backend, and the CPU
+// kernels registered for it. The session has no CPU device to fall back on,
+// so everything that depends on where memory lives (constants and feeds
+// copied in, arenas from the device's allocator, zero-filled outputs,
+// results copied out of the arena) must go through the backend and the
+// device's allocator: it gives the CPU session's results bit for bit.
+TEST(SessionOnAFakeAccelerator, RunsWithoutHostAssumptions) {
+  const Device fake{DeviceType::kCuda, 5};
+  static CpuAllocator* fake_memory = new CpuAllocator(fake);  // outlives the tensors made from it
+  auto g = testing::resnet_style_graph(2, 8, 12);
+  Tensor x = random_tensor({1, 3, 12, 12}, 4);
+  std::shared_ptr<const Plan> cpu_plan = compile(*g);
+  std::vector<Tensor> expected = Session(cpu_plan).run({{"x", x}});
+
+  KernelRegistry kernels;
+  register_all_kernels(kernels);
+  for (const Node* node : cpu_plan->graph().nodes()) {
+    KernelOp op(node->domain(), node->op_type());
+    DType dtype = kernel_dtype(*node);
+    if (kernels.find(op, fake.type, dtype) == nullptr) kernels.add(op, fake.type, {dtype}, *kernels.find(op, DeviceType::kCpu, dtype));
+  }
+  CompileOptions compile_options;
+  compile_options.default_device = fake;
+  compile_options.kernels = &kernels;
+  std::shared_ptr<const Plan> plan = compile(*g, compile_options);
+  SessionOptions options = async_options();
+  testing::AsyncHostBackend* backend = nullptr;
+  options.make_backend = [&backend](const Device& device, Allocator& allocator) {
+    auto made = std::make_unique<testing::AsyncHostBackend>(device, allocator);
+    backend = made.get();
+    return made;
+  };
+  options.device_memory = [](const Device&) -> Allocator& { return *fake_memory; };
+  Session session(plan, options);
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> got = session.run({{"x", x}});
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].device(), fake);
+      EXPECT_TRUE(got[i].bitwise_equal(expected[i])) << "run " << run;
+    }
+  }
+  ASSERT_NE(backend, nullptr);
+  EXPECT_GT(backend->copies(), 0) << "constants and the feed are copied in";
+  EXPECT_GT(session.memory_stats(fake).stats.peak_bytes, 0);
+  EXPECT_GT(fake_memory->stats().num_allocations, 0) << "the device's memory came from its allocator";
+
+  // Without memory for the device, the session says so.
+  const Device bare{DeviceType::kCuda, 6};
+  compile_options.default_device = bare;
+  try {
+    Session nowhere(compile(*g, compile_options), async_options());
+    FAIL() << "a session without memory for cuda:6 started";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no memory for cuda:6"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SessionOnAnAsyncBackend, CollectivesAndAFailingKernelAreNamed) {

@@ -109,10 +109,14 @@ TEST(AsyncHostBackend, LaunchReturnsBeforeTheWorkIsDoneAndEventsTimeOut) {
   EXPECT_TRUE(saw.load());
 }
 
-SessionOptions async_options() {
+// Sessions on the asynchronous backend; `made`, when given, gets the
+// (last) backend the session makes, for its counters.
+SessionOptions async_options(testing::AsyncHostBackend** made = nullptr) {
   SessionOptions options;
-  options.make_backend = [](const Device& device, Allocator& allocator) {
-    return testing::make_async_host_backend(device, allocator);
+  options.make_backend = [made](const Device& device, Allocator& allocator) {
+    auto backend = std::make_unique<testing::AsyncHostBackend>(device, allocator);
+    if (made != nullptr) *made = backend.get();
+    return backend;
   };
   return options;
 }
@@ -122,13 +126,8 @@ TEST(SessionOnAnAsyncBackend, GivesTheCpuBackendsResultsBitForBit) {
   Tensor x = random_tensor({1, 3, 16, 16}, 1);
   std::shared_ptr<const Plan> plan = compile(*g);
   std::vector<Tensor> expected = Session(plan).run({{"x", x}});
-  SessionOptions options = async_options();
   testing::AsyncHostBackend* backend = nullptr;
-  options.make_backend = [&backend](const Device& device, Allocator& allocator) {
-    auto made = std::make_unique<testing::AsyncHostBackend>(device, allocator);
-    backend = made.get();
-    return made;
-  };
+  SessionOptions options = async_options(&backend);
   options.inter_op_threads = 2;
   Session session(plan, options);
   for (int run = 0; run < 3; ++run) {
@@ -158,13 +157,8 @@ TEST(SessionOnAnAsyncBackend, StateIsCopiedAndFilledThroughTheBackend) {
   Node* scaled = g.add_node("Mul", {x, w}, 1, {}, "scaled");
   g.add_output(g.add_node("Add", {scaled->output(0), zeros}, 1, {}, "plus_zeros")->output(0));
   infer_graph_types(g, default_op_registry());
-  SessionOptions options = async_options();
   testing::AsyncHostBackend* backend = nullptr;
-  options.make_backend = [&backend](const Device& device, Allocator& allocator) {
-    auto made = std::make_unique<testing::AsyncHostBackend>(device, allocator);
-    backend = made.get();
-    return made;
-  };
+  SessionOptions options = async_options(&backend);
   Session session(compile(g), options);
   ASSERT_NE(backend, nullptr);
   EXPECT_EQ(backend->copies(), 1) << "w's initial value";
@@ -205,13 +199,8 @@ TEST(SessionOnAFakeAccelerator, RunsWithoutHostAssumptions) {
   compile_options.default_device = fake;
   compile_options.kernels = &kernels;
   std::shared_ptr<const Plan> plan = compile(*g, compile_options);
-  SessionOptions options = async_options();
   testing::AsyncHostBackend* backend = nullptr;
-  options.make_backend = [&backend](const Device& device, Allocator& allocator) {
-    auto made = std::make_unique<testing::AsyncHostBackend>(device, allocator);
-    backend = made.get();
-    return made;
-  };
+  SessionOptions options = async_options(&backend);
   options.device_memory = [](const Device&) -> Allocator& { return *fake_memory; };
   Session session(plan, options);
   for (int run = 0; run < 2; ++run) {

@@ -23,6 +23,8 @@ packages=(
   # frontend: gzip'ed IDX datasets and .npz files (zlib), the Fashion-MNIST data the
   # demo and the training tests use, CLI11 for graph-runner
   zlib1g-dev dataset-fashion-mnist libcli11-dev
+  # distributed: Gloo's collectives over TCP between processes
+  libgloo-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the sanitizer suite and fuzzing (.ci/run): clang with its sanitizer

@@ -19,17 +19,40 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "distributed/tcp_store.h"
 
 namespace weir {
 
 namespace {
 
-// What the ranks of one process share: the TCP device (one I/O thread) and
-// the store.
+// Gloo's store interface over Weir's TCP store client.
+class GlooTcpStore final : public gloo::rendezvous::Store {
+ public:
+  explicit GlooTcpStore(std::unique_ptr<TcpStore> store) : store_(std::move(store)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_->set(key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    std::string value = store_->get(key);
+    return std::vector<char>(value.begin(), value.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { store_->wait(keys, store_->timeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    store_->wait(keys, timeout);
+  }
+
+ private:
+  std::unique_ptr<TcpStore> store_;
+};
+
+// What the ranks of one process share: the TCP device (one I/O thread), the
+// store, and on rank 0 the TCP store's server.
 struct GlooShared {
+  std::unique_ptr<TcpStoreServer> server;
   std::shared_ptr<gloo::transport::Device> device;
   std::unique_ptr<gloo::rendezvous::Store> store;
   GlooGroupOptions options;
+  std::string store_name;  // what messages call the store
 };
 
 using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
@@ -118,8 +141,8 @@ class GlooCommunicator final : public Communicator {
       context_->connectFullMesh(store, shared_->device);
     } catch (const std::exception& e) {
       throw Error(ErrorKind::kCommunication, "rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                                                 " could not connect its Gloo group through the store in " +
-                                                 shared_->options.store_directory + " (namespace '" + prefix_ +
+                                                 " could not connect its Gloo group through " +
+                                                 shared_->store_name + " (namespace '" + prefix_ +
                                                  "') within " + std::to_string(shared_->options.timeout.count()) +
                                                  " ms: " + e.what())
           .with_rank(rank);
@@ -349,19 +372,31 @@ std::shared_ptr<Communicator> make_gloo_communicator(int rank, int size, const G
     throw Error(ErrorKind::kInvalidArgument, "rank " + std::to_string(rank) + " is not a rank of a Gloo group of " +
                                                  std::to_string(size));
   }
-  if (options.store_directory.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, "a Gloo group needs a store directory every rank sees");
+  if (options.master_port <= 0 && options.store_directory.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "a Gloo group needs a master port (a TCP store) or a store directory every rank sees");
   }
   auto shared = std::make_shared<GlooShared>();
   shared->options = options;
+  if (options.master_port > 0) {
+    shared->store_name = "the TCP store at " + options.master_addr + ":" + std::to_string(options.master_port);
+    try {
+      if (rank == 0) shared->server = std::make_unique<TcpStoreServer>(options.master_port);
+      shared->store = std::make_unique<GlooTcpStore>(
+          std::make_unique<TcpStore>(options.master_addr, options.master_port, options.timeout));
+    } catch (Error& e) {
+      throw e.with_rank(rank);
+    }
+  } else {
+    shared->store_name = "the store in " + options.store_directory;
+    shared->store = std::make_unique<gloo::rendezvous::FileStore>(options.store_directory);
+  }
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     shared->device = gloo::transport::tcp::CreateDevice(attr);
-    shared->store = std::make_unique<gloo::rendezvous::FileStore>(options.store_directory);
   } catch (const std::exception& e) {
     throw Error(ErrorKind::kCommunication, "rank " + std::to_string(rank) + " could not listen on " + options.hostname +
-                                               " or open the store " + options.store_directory + ": " + e.what())
+                                               ": " + e.what())
         .with_rank(rank);
   }
   return std::make_shared<GlooCommunicator>(shared, options.job, rank, size);

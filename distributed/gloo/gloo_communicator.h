@@ -10,7 +10,8 @@
 // Rendezvous: each rank publishes its address in the store under the
 // group's namespace (`job`, then the subgroup's ranks), and every pair
 // connects; a rank missing past the timeout fails naming the store. The
-// store is Gloo's FileStore on a directory every rank sees; a key written
+// store is Weir's TCP store served by rank 0 (distributed/tcp_store.h) or
+// Gloo's FileStore on a directory every rank sees; a FileStore key written
 // twice aborts it, so each job needs its own directory or `job` name.
 //
 // Calls follow core/communicator.h: every rank of a group calls the same
@@ -35,6 +36,12 @@
 namespace weir {
 
 struct GlooGroupOptions {
+  // Where the ranks meet: a TCP store that rank 0 serves on `master_port`
+  // and every rank reaches at master_addr:master_port (hosts without a
+  // shared filesystem), or, when master_port is 0, a FileStore directory
+  // every rank sees.
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
   std::string store_directory;          // shared by the ranks; fresh per job (or per `job`)
   std::string job = "weir";             // the job's namespace in the store
   std::string hostname = "127.0.0.1";   // the address this rank listens on

@@ -42,7 +42,7 @@ struct GlooGroupOptions {
   // every rank sees.
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
-  std::string store_directory;          // shared by the ranks; fresh per job (or per `job`)
+  std::string store_directory{};        // shared by the ranks; fresh per job (or per `job`)
   std::string job = "weir";             // the job's namespace in the store
   std::string hostname = "127.0.0.1";   // the address this rank listens on
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // rendezvous, and calls without their own

@@ -279,6 +279,38 @@ TEST(GraphRunner, RandomInputsOfHugeDeclaredInputsAreRefused) {
   }
 }
 
+// launch starts N ranks with the world's variables, prefixes their lines,
+// and when one fails stops the rest at once (their process groups too) and
+// names the rank and its exit status.
+TEST(GraphRunner, LaunchStartsRanksAndStopsThemWhenOneFails) {
+  Result r = run("launch -n 3 --master-port 31000 -- sh -c "
+                          "'echo world $WEIR_RANK/$WEIR_WORLD_SIZE local $WEIR_LOCAL_RANK/$WEIR_LOCAL_WORLD_SIZE "
+                          "at $WEIR_MASTER_ADDR:$WEIR_MASTER_PORT; echo to stderr >&2'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string rank_text = std::to_string(rank);
+    EXPECT_NE(r.output.find("[rank " + rank_text + "] world " + rank_text + "/3 local " + rank_text + "/3 at 127.0.0.1:31000"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("[rank " + rank_text + "] to stderr"), std::string::npos) << r.output;
+  }
+  // A second host's ranks of a two-host job.
+  r = run("launch -n 2 --nnodes 2 --node-rank 1 -- sh -c 'echo $WEIR_RANK of $WEIR_WORLD_SIZE'");
+  EXPECT_NE(r.output.find("[rank 3] 3 of 4"), std::string::npos) << r.output;
+
+  auto start = std::chrono::steady_clock::now();
+  r = run("launch -n 2 -- sh -c 'if [ $WEIR_RANK = 1 ]; then exit 3; fi; sleep 60'");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("error: launch: rank 1 exited with status 3"), std::string::npos) << r.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30)) << "rank 0's sleep was not stopped";
+
+  expect_error(run("launch -n 0 -- true"), "-n must be at least 1");
+  expect_error(run("launch -n 1 --nnodes 2 --node-rank 2 -- true"), "--node-rank 2");
+  r = run("launch -n 1 -- /nonexistent/program");
+  EXPECT_NE(r.output.find("cannot run '/nonexistent/program'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 0 exited with status 127"), std::string::npos) << r.output;
+}
+
 TEST(GraphRunner, UsageErrors) {
   expect_error(run("train --model vgg --data synthetic --steps 1"), "resnet18");
   Result none = run("");

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "tools/graph-runner/bench_command.h"
 #include "tools/graph-runner/inspect_command.h"
+#include "tools/graph-runner/launch_command.h"
 #include "tools/graph-runner/optimize_command.h"
 #include "tools/graph-runner/run_command.h"
 #include "tools/graph-runner/train_command.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   weir::tools::add_optimize_command(app);
   weir::tools::add_verify_command(app);
   weir::tools::add_train_command(app);
+  weir::tools::add_launch_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

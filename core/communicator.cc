@@ -1,5 +1,7 @@
 #include "core/communicator.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace weir {
@@ -33,6 +35,44 @@ Tensor Communicator::reduce_scatter(const Tensor& input, ReduceOp op, const std:
   Tensor output = Tensor::uninitialized(input.dtype(), reduce_scatter_sizes(input.sizes(), size()));
   reduce_scatter(input, output, op, {.tag = tag});
   return output;
+}
+
+void Communicator::check_rank(int r, const char* what) const {
+  if (r < 0 || r >= size()) {
+    throw Error(ErrorKind::kInvalidArgument, std::string(what) + " " + std::to_string(r) + " is not a rank of a group of " +
+                                                 std::to_string(size()))
+        .with_rank(rank());
+  }
+}
+
+void Communicator::check_output(const Tensor& input, const Tensor& output, const std::vector<int64_t>& sizes,
+                                const char* what, const CommCall& call) const {
+  if (!input.defined() || !output.defined()) {
+    throw Error(ErrorKind::kInvalidArgument, std::string(what) + " with tag '" + call.tag + "': an undefined tensor")
+        .with_rank(rank());
+  }
+  if (output.dtype() != input.dtype() || output.sizes() != sizes) {
+    std::string shape = std::string(dtype_name(input.dtype())) + "[";
+    for (size_t i = 0; i < sizes.size(); ++i) shape += (i ? "," : "") + std::to_string(sizes[i]);
+    throw Error(ErrorKind::kShape, std::string(what) + " with tag '" + call.tag + "': the output is " +
+                                       output.type_string() + ", expected " + shape + "]")
+        .with_rank(rank());
+  }
+}
+
+int Communicator::subgroup_position(const std::vector<int>& ranks) const {
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (ranks.empty() || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw Error(ErrorKind::kInvalidArgument, "a subgroup needs distinct ranks, at least one").with_rank(rank());
+  }
+  for (int r : ranks) check_rank(r, "subgroup member");
+  auto position = std::find(ranks.begin(), ranks.end(), rank());
+  if (position == ranks.end()) {
+    throw Error(ErrorKind::kInvalidArgument, "rank " + std::to_string(rank()) + " is not in the subgroup it asked for")
+        .with_rank(rank());
+  }
+  return static_cast<int>(position - ranks.begin());
 }
 
 std::vector<int64_t> Communicator::all_gather_sizes(const std::vector<int64_t>& input, int size) {

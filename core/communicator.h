@@ -111,6 +111,17 @@ class Communicator {
   // Makes every blocked and future collective of the whole group fail with
   // kCommunication naming `reason`. Safe to call from any thread, repeatedly.
   virtual void abort(const std::string& reason) = 0;
+
+ protected:
+  // The argument checks every implementation makes, with the same messages:
+  // `r` is a rank of this group (kInvalidArgument "send peer 5 is not a rank
+  // of a group of 2"); `output` has input's dtype and `sizes` (kShape naming
+  // `what` and the tag); `ranks` name a subgroup containing this rank, whose
+  // position in it is returned (kInvalidArgument).
+  void check_rank(int r, const char* what) const;
+  void check_output(const Tensor& input, const Tensor& output, const std::vector<int64_t>& sizes, const char* what,
+                    const CommCall& call) const;
+  int subgroup_position(const std::vector<int>& ranks) const;
 };
 
 }  // namespace weir

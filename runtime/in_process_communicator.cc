@@ -213,7 +213,7 @@ class InProcessCommunicator final : public Communicator {
 
   void all_reduce(const Tensor& input, Tensor& output, ReduceOp op, const CommCall& call) override {
     check_host_dense(input, "all_reduce");
-    check_output(input, output, input.sizes(), "all_reduce", call);
+    check_host_output(input, output, input.sizes(), "all_reduce", call);
     const auto timeout = group_->timeout_of(call);
     auto round = group_->arrive(key(call.tag), rank_, size(), "all_reduce", call.tag, input, static_cast<int64_t>(op),
                                 rank_, timeout);
@@ -228,7 +228,7 @@ class InProcessCommunicator final : public Communicator {
 
   void broadcast(const Tensor& input, Tensor& output, int root, const CommCall& call) override {
     check_host_dense(input, "broadcast");
-    check_output(input, output, input.sizes(), "broadcast", call);
+    check_host_output(input, output, input.sizes(), "broadcast", call);
     check_rank(root, "broadcast root");
     const auto timeout = group_->timeout_of(call);
     auto round = group_->arrive(key(call.tag), rank_, size(), "broadcast", call.tag, input, root, rank_, timeout);
@@ -240,7 +240,7 @@ class InProcessCommunicator final : public Communicator {
 
   void all_gather(const Tensor& input, Tensor& output, const CommCall& call) override {
     check_host_dense(input, "all_gather");
-    check_output(input, output, all_gather_sizes(input.sizes(), size()), "all_gather", call);
+    check_host_output(input, output, all_gather_sizes(input.sizes(), size()), "all_gather", call);
     const auto timeout = group_->timeout_of(call);
     auto round = group_->arrive(key(call.tag), rank_, size(), "all_gather", call.tag, input, 0, rank_, timeout);
     auto* dst = static_cast<char*>(output.raw_data());
@@ -261,7 +261,7 @@ class InProcessCommunicator final : public Communicator {
                                          " does not divide by the group size " + std::to_string(size()))
           .with_rank(rank_);
     }
-    check_output(input, output, sizes, "reduce_scatter", call);
+    check_host_output(input, output, sizes, "reduce_scatter", call);
     const auto timeout = group_->timeout_of(call);
     auto round = group_->arrive(key(call.tag), rank_, size(), "reduce_scatter", call.tag, input,
                                 static_cast<int64_t>(op), rank_, timeout);
@@ -297,22 +297,11 @@ class InProcessCommunicator final : public Communicator {
   }
 
   std::shared_ptr<Communicator> subgroup(const std::vector<int>& ranks) override {
-    std::vector<int> sorted = ranks;
-    std::sort(sorted.begin(), sorted.end());
-    if (ranks.empty() || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-      throw Error(ErrorKind::kInvalidArgument, "a subgroup needs distinct ranks, at least one").with_rank(rank_);
-    }
-    for (int r : ranks) check_rank(r, "subgroup member");
-    auto position = std::find(ranks.begin(), ranks.end(), rank_);
-    if (position == ranks.end()) {
-      throw Error(ErrorKind::kInvalidArgument, "rank " + std::to_string(rank_) + " is not in the subgroup it asked for")
-          .with_rank(rank_);
-    }
+    const int position = subgroup_position(ranks);
     std::lock_guard<std::mutex> lock(subgroups_mutex_);
     std::shared_ptr<Communicator>& handle = subgroups_[ranks];
     if (!handle) {
-      handle = std::make_shared<InProcessCommunicator>(group_->subgroup(ranks),
-                                                       static_cast<int>(position - ranks.begin()));
+      handle = std::make_shared<InProcessCommunicator>(group_->subgroup(ranks), position);
     }
     return handle;
   }
@@ -337,24 +326,10 @@ class InProcessCommunicator final : public Communicator {
   }
 
   // The caller's output: a host tensor of the input's dtype and `sizes`.
-  void check_output(const Tensor& input, const Tensor& output, const std::vector<int64_t>& sizes, const char* what,
-                    const CommCall& call) const {
+  void check_host_output(const Tensor& input, const Tensor& output, const std::vector<int64_t>& sizes, const char* what,
+                         const CommCall& call) const {
     check_host_dense(output, what);
-    if (output.dtype() != input.dtype() || output.sizes() != sizes) {
-      std::string shape = std::string(dtype_name(input.dtype())) + "[";
-      for (size_t i = 0; i < sizes.size(); ++i) shape += (i ? "," : "") + std::to_string(sizes[i]);
-      throw Error(ErrorKind::kShape, std::string(what) + " with tag '" + call.tag + "': the output is " +
-                                         output.type_string() + ", expected " + shape + "]")
-          .with_rank(rank_);
-    }
-  }
-
-  void check_rank(int r, const char* what) const {
-    if (r < 0 || r >= size()) {
-      throw Error(ErrorKind::kInvalidArgument, std::string(what) + " " + std::to_string(r) + " is not a rank of a group of " +
-                                                   std::to_string(size()))
-          .with_rank(rank_);
-    }
+    check_output(input, output, sizes, what, call);
   }
 
   std::shared_ptr<GroupState> group_;

@@ -154,7 +154,7 @@ class GlooCommunicator final : public Communicator {
   std::string description() const override { return "Gloo group of " + std::to_string(size_) + " (" + prefix_ + ")"; }
 
   void all_reduce(const Tensor& input, Tensor& output, ReduceOp op, const CommCall& call) override {
-    check_output(input, output, input.sizes(), "all_reduce", call);
+    check_host_output(input, output, input.sizes(), "all_reduce", call);
     ReduceFn reduce = reduction_for(input.dtype(), op);
     guarded("all_reduce", call, [&] {
       if (input.num_elements() == 0) return;
@@ -177,7 +177,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   void broadcast(const Tensor& input, Tensor& output, int root, const CommCall& call) override {
-    check_output(input, output, input.sizes(), "broadcast", call);
+    check_host_output(input, output, input.sizes(), "broadcast", call);
     check_rank(root, "broadcast root");
     guarded("broadcast", call, [&] {
       if (input.nbytes() == 0) return;
@@ -194,7 +194,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   void all_gather(const Tensor& input, Tensor& output, const CommCall& call) override {
-    check_output(input, output, all_gather_sizes(input.sizes(), size_), "all_gather", call);
+    check_host_output(input, output, all_gather_sizes(input.sizes(), size_), "all_gather", call);
     guarded("all_gather", call, [&] {
       if (input.nbytes() == 0) return;
       gloo::AllgatherOptions options(context_);
@@ -215,7 +215,7 @@ class GlooCommunicator final : public Communicator {
                                          " does not divide by the group size " + std::to_string(size_))
           .with_rank(rank_);
     }
-    check_output(input, output, sizes, "reduce_scatter", call);
+    check_host_output(input, output, sizes, "reduce_scatter", call);
     Tensor whole = Tensor::uninitialized(input.dtype(), input.sizes());
     all_reduce(input, whole, op, call);
     std::memcpy(output.raw_data(), static_cast<const char*>(whole.raw_data()) + output.nbytes() * rank_, output.nbytes());
@@ -241,24 +241,13 @@ class GlooCommunicator final : public Communicator {
   }
 
   std::shared_ptr<Communicator> subgroup(const std::vector<int>& ranks) override {
-    std::vector<int> sorted = ranks;
-    std::sort(sorted.begin(), sorted.end());
-    if (ranks.empty() || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-      throw Error(ErrorKind::kInvalidArgument, "a subgroup needs distinct ranks, at least one").with_rank(rank_);
-    }
-    for (int r : ranks) check_rank(r, "subgroup member");
-    auto position = std::find(ranks.begin(), ranks.end(), rank_);
-    if (position == ranks.end()) {
-      throw Error(ErrorKind::kInvalidArgument, "rank " + std::to_string(rank_) + " is not in the subgroup it asked for")
-          .with_rank(rank_);
-    }
+    const int position = subgroup_position(ranks);
     std::lock_guard<std::mutex> lock(subgroups_mutex_);
     std::shared_ptr<Communicator>& handle = subgroups_[ranks];
     if (!handle) {
       std::string name = prefix_ + "/group";
       for (int r : ranks) name += "_" + std::to_string(r);
-      handle = std::make_shared<GlooCommunicator>(shared_, name, static_cast<int>(position - ranks.begin()),
-                                                  static_cast<int>(ranks.size()));
+      handle = std::make_shared<GlooCommunicator>(shared_, name, position, static_cast<int>(ranks.size()));
     }
     return handle;
   }
@@ -327,29 +316,12 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
-  void check_output(const Tensor& input, const Tensor& output, const std::vector<int64_t>& sizes, const char* what,
-                    const CommCall& call) const {
-    if (!input.defined() || !output.defined()) {
-      throw Error(ErrorKind::kInvalidArgument, std::string(what) + " with tag '" + call.tag + "': an undefined tensor")
-          .with_rank(rank_);
-    }
+  // The caller's output: a host tensor of the input's dtype and `sizes`.
+  void check_host_output(const Tensor& input, const Tensor& output, const std::vector<int64_t>& sizes, const char* what,
+                         const CommCall& call) const {
+    check_output(input, output, sizes, what, call);
     if (input.device().type != DeviceType::kCpu || output.device().type != DeviceType::kCpu) {
       throw Error(ErrorKind::kUnsupported, std::string(what) + ": Gloo exchanges host tensors").with_rank(rank_);
-    }
-    if (output.dtype() != input.dtype() || output.sizes() != sizes) {
-      std::string shape = std::string(dtype_name(input.dtype())) + "[";
-      for (size_t i = 0; i < sizes.size(); ++i) shape += (i ? "," : "") + std::to_string(sizes[i]);
-      throw Error(ErrorKind::kShape, std::string(what) + " with tag '" + call.tag + "': the output is " +
-                                         output.type_string() + ", expected " + shape + "]")
-          .with_rank(rank_);
-    }
-  }
-
-  void check_rank(int r, const char* what) const {
-    if (r < 0 || r >= size_) {
-      throw Error(ErrorKind::kInvalidArgument, std::string(what) + " " + std::to_string(r) + " is not a rank of a group of " +
-                                                   std::to_string(size_))
-          .with_rank(rank_);
     }
   }
 

@@ -53,8 +53,10 @@ class World {
   // The whole world's communicator; its ranks are the world's.
   virtual std::shared_ptr<Communicator> communicator() = 0;
   // The communicator of the group `ranks` (world ranks, in the order that
-  // defines the group's ranks); this rank must be one of them.
-  virtual std::shared_ptr<Communicator> group(const std::vector<int>& ranks) = 0;
+  // defines the group's ranks); this rank must be one of them. The whole
+  // world in order is communicator(); other groups are its subgroups, which
+  // the communicator creates once per rank list.
+  std::shared_ptr<Communicator> group(const std::vector<int>& ranks);
   // The ranks of this node, by local rank.
   std::shared_ptr<Communicator> intra_node() { return group(intra_node_ranks()); }
   // The ranks with this rank's local rank, one per node, by node.

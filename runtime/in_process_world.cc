@@ -1,8 +1,5 @@
 #include "runtime/in_process_world.h"
 
-#include <map>
-#include <mutex>
-
 #include "core/error.h"
 #include "runtime/in_process_communicator.h"
 
@@ -25,24 +22,12 @@ class InProcessWorld final : public World {
 
   std::shared_ptr<Communicator> communicator() override { return communicator_; }
 
-  std::shared_ptr<Communicator> group(const std::vector<int>& ranks) override {
-    bool whole = static_cast<int>(ranks.size()) == size();
-    for (size_t i = 0; whole && i < ranks.size(); ++i) whole = ranks[i] == static_cast<int>(i);
-    if (whole) return communicator_;
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::shared_ptr<Communicator>& group = groups_[ranks];
-    if (!group) group = communicator_->subgroup(ranks);
-    return group;
-  }
-
   void abort(const std::string& reason) override { communicator_->abort(reason); }
 
  private:
   std::shared_ptr<Communicator> communicator_;
   int local_size_;
   Device device_;
-  std::mutex mutex_;
-  std::map<std::vector<int>, std::shared_ptr<Communicator>> groups_;
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "distributed/tcp_store.h"
+#include "ops/dtype_dispatch.h"
 
 namespace weir {
 
@@ -86,25 +87,17 @@ ReduceFn half_reduction(ReduceOp op) {
   }
 }
 
-// out[i] /= divisor in the tensor's dtype (avg = sum / size).
+// out[i] /= divisor in the tensor's arithmetic (avg = sum / size), as the
+// in-process group's average computes it.
 void divide(Tensor& out, int divisor) {
-  const int64_t n = out.num_elements();
-  switch (out.dtype()) {
-    case DType::kFloat32: for (int64_t i = 0; i < n; ++i) out.data<float>()[i] /= static_cast<float>(divisor); break;
-    case DType::kFloat64: for (int64_t i = 0; i < n; ++i) out.data<double>()[i] /= divisor; break;
-    case DType::kFloat16:
-      for (int64_t i = 0; i < n; ++i) out.data<Float16>()[i] = Float16(out.data<Float16>()[i].to_float() / divisor);
-      break;
-    case DType::kBFloat16:
-      for (int64_t i = 0; i < n; ++i) out.data<BFloat16>()[i] = BFloat16(out.data<BFloat16>()[i].to_float() / divisor);
-      break;
-    case DType::kInt32: for (int64_t i = 0; i < n; ++i) out.data<int32_t>()[i] /= divisor; break;
-    case DType::kInt64: for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] /= divisor; break;
-    case DType::kInt16: for (int64_t i = 0; i < n; ++i) out.data<int16_t>()[i] = static_cast<int16_t>(out.data<int16_t>()[i] / divisor); break;
-    case DType::kInt8: for (int64_t i = 0; i < n; ++i) out.data<int8_t>()[i] = static_cast<int8_t>(out.data<int8_t>()[i] / divisor); break;
-    case DType::kUInt8: for (int64_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = static_cast<uint8_t>(out.data<uint8_t>()[i] / divisor); break;
-    default: break;
-  }
+  dispatch_dtype(out.dtype(), [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      T* data = out.data<T>();
+      for (int64_t i = 0; i < out.num_elements(); ++i) {
+        data[i] = store<T>(static_cast<ComputeType<T>>(load(data[i]) / static_cast<ComputeType<T>>(divisor)));
+      }
+    }
+  });
 }
 
 ReduceFn reduction_for(DType dtype, ReduceOp op) {

@@ -1,8 +1,5 @@
 #include "distributed/gloo/gloo_world.h"
 
-#include <map>
-#include <mutex>
-
 #include "core/error.h"
 #include "distributed/gloo/gloo_communicator.h"
 
@@ -25,19 +22,11 @@ class GlooWorld final : public World {
            launch_.source + ")";
   }
   std::shared_ptr<Communicator> communicator() override { return communicator_; }
-  std::shared_ptr<Communicator> group(const std::vector<int>& ranks) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::shared_ptr<Communicator>& group = groups_[ranks];
-    if (!group) group = communicator_->subgroup(ranks);
-    return group;
-  }
   void abort(const std::string& reason) override { communicator_->abort(reason); }
 
  private:
   LaunchEnvironment launch_;
   std::shared_ptr<Communicator> communicator_;
-  std::mutex mutex_;
-  std::map<std::vector<int>, std::shared_ptr<Communicator>> groups_;
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "core/error.h"
 #include "ops/plugin/elf_check.h"
@@ -340,6 +342,7 @@ LoadedPlugin load_plugin(const std::filesystem::path& path, OpRegistry& ops, Ker
   // description's op.
   std::vector<std::shared_ptr<OpDef>> defs;
   std::map<std::pair<std::string, std::string>, const OpDef*> first_of;
+  std::set<std::tuple<std::string, std::string, DeviceType>> described;  // one description per op and device
   for (int32_t i = 0; i < info->num_ops; ++i) {
     defs.push_back(read_op(info->ops[i], loaded.name, file, library));
     const OpDef& def = *defs.back();
@@ -348,14 +351,12 @@ LoadedPlugin load_plugin(const std::filesystem::path& path, OpRegistry& ops, Ker
                                                     "' " + why).with_file(file);
     };
     if (ops.find(def.name, def.domain) != nullptr) throw refuse("is already registered");
+    if (!described.emplace(def.domain, def.name, def.device).second) {
+      throw refuse("is described twice for the " + std::string(def.device == DeviceType::kCpu ? "CPU" : "CUDA"));
+    }
     auto [first, inserted] = first_of.emplace(std::make_pair(def.domain, def.name), &def);
     if (inserted) continue;
     const OpDef& defined = *first->second;
-    for (const std::shared_ptr<OpDef>& other : defs) {
-      if (other.get() != &def && other->kernel_op().to_string() == def.kernel_op().to_string() && other->device == def.device) {
-        throw refuse("is described twice for the " + std::string(def.device == DeviceType::kCpu ? "CPU" : "CUDA"));
-      }
-    }
     std::vector<std::string> attributes, defined_attributes;
     for (const AttributeSpec& spec : def.attributes) attributes.push_back(spec.name);
     for (const AttributeSpec& spec : defined.attributes) defined_attributes.push_back(spec.name);

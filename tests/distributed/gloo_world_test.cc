@@ -4,9 +4,6 @@
 // refuse to start on every process, naming the collective and both ranks.
 #include <gtest/gtest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/type_inference.h"
@@ -48,18 +45,6 @@ LaunchEnvironment launch(int rank, int size, int port) {
   return env;
 }
 
-int unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 TEST(GlooWorld, ProcessesRunOneProgramAsTheInProcessWorldDoes) {
   const int size = 3;
   std::shared_ptr<const Plan> plan = program("AllReduce", 7);
@@ -69,7 +54,7 @@ TEST(GlooWorld, ProcessesRunOneProgramAsTheInProcessWorldDoes) {
   for (int r = 0; r < size; ++r) feeds.push_back({{"x", input_of(r)}});
   Tensor expected = ranks.run(feeds)[0][0];
 
-  const int port = unused_port();
+  const int port = testing::unused_port();
   std::vector<std::string> results = testing::run_processes(size, 60s, [&](int rank) {
     SessionOptions options;
     options.world = make_gloo_world(launch(rank, size, port), {.timeout = 20s});
@@ -83,7 +68,7 @@ TEST(GlooWorld, ProcessesRunOneProgramAsTheInProcessWorldDoes) {
 }
 
 TEST(GlooWorld, ProcessesWhoseCollectivesDifferRefuseToStart) {
-  const int port = unused_port();
+  const int port = testing::unused_port();
   std::vector<std::string> results = testing::run_processes(2, 60s, [&](int rank) {
     SessionOptions options;
     options.world = make_gloo_world(launch(rank, 2, port), {.timeout = 20s});

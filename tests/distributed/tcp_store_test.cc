@@ -21,12 +21,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A port nothing listens on now (the kernel's choice, released again).
-int unused_port() {
-  TcpStoreServer probe(0);
-  return probe.port();
-}
-
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();
@@ -65,7 +59,7 @@ TEST(TcpStore, ClientsShareKeysCountersAndWaits) {
 }
 
 TEST(TcpStore, FailuresNameTheAddressInBoundedTime) {
-  const int port = unused_port();
+  const int port = testing::unused_port();
   auto start = std::chrono::steady_clock::now();
   std::string unreachable = error_of([&] { TcpStore store("127.0.0.1", port, 500ms); });
   EXPECT_NE(unreachable.find("cannot reach the rendezvous store at 127.0.0.1:" + std::to_string(port) + " within 500 ms"),
@@ -95,7 +89,7 @@ TEST(TcpStore, FailuresNameTheAddressInBoundedTime) {
 }
 
 TEST(TcpStore, AGlooGroupMeetsThroughIt) {
-  const int port = unused_port();
+  const int port = testing::unused_port();
   std::vector<std::string> results = testing::run_processes(3, 60s, [&](int rank) {
     GlooGroupOptions options;
     options.master_port = port;

@@ -12,6 +12,9 @@ namespace weir {
 
 namespace {
 
+// More hosts than any Slurm cluster has: a list past it is malformed.
+constexpr size_t kMaxHosts = 1000000;
+
 Error bad(const std::string& message) { return Error(ErrorKind::kInvalidArgument, message); }
 
 std::optional<std::string> lookup(const EnvironmentVariables& env, const std::string& name) {
@@ -119,6 +122,10 @@ void expand_pattern(const std::string& list, const std::string& pattern, std::ve
       std::string number = std::to_string(n);
       if (number.size() < low.size()) number.insert(0, low.size() - number.size(), '0');  // keep the padding
       expand_pattern(list, prefix + number + rest, out);
+      // Several bracket groups multiply: bound the whole list, not just each range.
+      if (out.size() > kMaxHosts) {
+        throw bad("SLURM_NODELIST '" + list + "' expands to more than " + std::to_string(kMaxHosts) + " hosts");
+      }
     }
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -99,6 +99,13 @@ TEST(LaunchEnvironment, SlurmHostListsExpand) {
   EXPECT_EQ(expand_slurm_nodelist("rack[1-2]-n[08-09]"),
             (std::vector<std::string>{"rack1-n08", "rack1-n09", "rack2-n08", "rack2-n09"}));
   EXPECT_EQ(expand_slurm_nodelist("solo"), std::vector<std::string>{"solo"});
+  // Ranges that multiply past any cluster are refused, not expanded into memory.
+  try {
+    expand_slurm_nodelist("a[0-99999]b[0-99999]");
+    FAIL() << "ten billion hosts expanded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expands to more than 1000000 hosts"), std::string::npos) << e.what();
+  }
   for (const char* bad : {"node[1-", "node]1", "node[]", "node[3-1]", "node[a-b]", "a,,b", "n[[1]]"}) {
     EXPECT_THROW(expand_slurm_nodelist(bad), Error) << bad;
   }

@@ -72,9 +72,31 @@ bool read_master(const EnvironmentVariables& env, const std::string& addr_name, 
   return true;
 }
 
-// WEIR_MASTER_* or MASTER_*, for launchers that do not say where rank 0 is.
-bool read_any_master(const EnvironmentVariables& env, LaunchEnvironment& out) {
-  return read_master(env, "WEIR_MASTER_ADDR", "WEIR_MASTER_PORT", out) || read_master(env, "MASTER_ADDR", "MASTER_PORT", out);
+// Under launchers that know (Slurm) or can assume (Open MPI on one host)
+// where rank 0 is, WEIR_MASTER_* or MASTER_* may give the address, the
+// port, or both; each one given overrides the launcher's. Returns whether
+// an address was given.
+bool read_master_overrides(const EnvironmentVariables& env, LaunchEnvironment& out, bool& port_given) {
+  bool addr_given = false;
+  port_given = false;
+  for (const char* prefix : {"WEIR_", ""}) {
+    const std::string addr_name = std::string(prefix) + "MASTER_ADDR", port_name = std::string(prefix) + "MASTER_PORT";
+    std::optional<std::string> addr = lookup(env, addr_name), port = lookup(env, port_name);
+    if (!addr && !port) continue;
+    if (addr) {
+      if (addr->empty()) throw bad(addr_name + " is empty: give rank 0's host name or address");
+      out.master_addr = *addr;
+      addr_given = true;
+    }
+    if (port) {
+      const int number = parse_int(port_name, *port);
+      if (number < 1 || number > 65535) throw bad(port_name + "=" + std::to_string(number) + " is not a TCP port (1-65535)");
+      out.master_port = number;
+      port_given = true;
+    }
+    break;
+  }
+  return addr_given;
 }
 
 void read_local(const EnvironmentVariables& env, const std::string& rank_name, const std::string& size_name,
@@ -187,7 +209,8 @@ LaunchEnvironment read_launch_environment(const EnvironmentVariables& env) {
   if (read_rank_pair(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", out.rank, out.world_size)) {
     out.source = "Open MPI";
     read_local(env, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", out);
-    if (!read_any_master(env, out) && out.local_world_size < out.world_size) {
+    bool port_given = false;
+    if (!read_master_overrides(env, out, port_given) && out.local_world_size < out.world_size) {
       throw bad("an Open MPI job over several hosts needs rank 0's address: run mpirun -x WEIR_MASTER_ADDR=HOST -x "
                 "WEIR_MASTER_PORT=PORT");
     }
@@ -197,15 +220,19 @@ LaunchEnvironment read_launch_environment(const EnvironmentVariables& env) {
     out.source = "Slurm";
     read_local(env, "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", out);
     if (auto node = lookup(env, "SLURM_NODEID")) out.node_rank = parse_int("SLURM_NODEID", *node);
-    if (!read_any_master(env, out)) {
+    bool port_given = false;
+    if (!read_master_overrides(env, out, port_given)) {
       std::optional<std::string> list = lookup(env, "SLURM_NODELIST");
       if (!list) list = lookup(env, "SLURM_JOB_NODELIST");
       if (list) out.master_addr = expand_slurm_nodelist(*list).front();
+    }
+    if (!port_given) {
       if (auto job = lookup(env, "SLURM_JOB_ID")) out.master_port = 20000 + parse_int("SLURM_JOB_ID", *job) % 10000;
     }
     return out;
   }
-  read_any_master(env, out);  // a world of one may still name its store
+  read_master(env, "WEIR_MASTER_ADDR", "WEIR_MASTER_PORT", out) ||
+      read_master(env, "MASTER_ADDR", "MASTER_PORT", out);  // a world of one may still name its store
   return out;
 }
 

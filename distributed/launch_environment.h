@@ -12,11 +12,12 @@
 // a number that does not parse or a rank outside its world. Without any
 // launcher's variables the process is a world of one.
 //
-// Where rank 0 is: Weir's and torchrun's master variables; under Open MPI
-// and Slurm, WEIR_MASTER_ADDR/PORT or MASTER_ADDR/PORT when set, else the
-// first host of SLURM_NODELIST (ranges expanded) and a port derived from
-// SLURM_JOB_ID (20000 + id mod 10000), or 127.0.0.1 for an Open MPI job on
-// one host; otherwise port 29500, torchrun's default.
+// Where rank 0 is: Weir's and torchrun's master variables (both of a pair);
+// under Open MPI and Slurm, the address and the port each from
+// WEIR_MASTER_ADDR/PORT or else MASTER_ADDR/PORT when set (either alone
+// too), else the first host of SLURM_NODELIST (ranges expanded) and a port
+// derived from SLURM_JOB_ID (20000 + id mod 10000), or 127.0.0.1 for an
+// Open MPI job on one host; otherwise port 29500, torchrun's default.
 #pragma once
 
 #include <map>

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "distributed/tcp_connect.h"
 
 namespace weir {
 
@@ -203,40 +204,7 @@ TcpStore::TcpStore(std::string host, int port, std::chrono::milliseconds timeout
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   std::string last = "no attempt";
   while (fd_ < 0) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    int resolved = ::getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &found);
-    if (resolved != 0) {
-      last = std::string("cannot resolve the host: ") + ::gai_strerror(resolved);
-    } else {
-      for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
-        int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-        if (fd < 0) continue;
-        // Non-blocking connect, so an unroutable address costs the timeout, not the kernel's minutes.
-        int result = ::connect(fd, a->ai_addr, a->ai_addrlen);
-        if (result != 0 && errno == EINPROGRESS) {
-          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-          pollfd pfd{fd, POLLOUT, 0};
-          int error = ETIMEDOUT;
-          socklen_t size = sizeof(error);
-          if (left > 0 && ::poll(&pfd, 1, static_cast<int>(left)) == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
-          result = error == 0 ? 0 : -1;
-          errno = error;
-        }
-        if (result == 0) {
-          ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-          int one = 1;
-          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          fd_ = fd;
-        } else {
-          last = errno_text();
-          ::close(fd);
-        }
-      }
-      ::freeaddrinfo(found);
-    }
+    fd_ = tcp_connect(host_, port_, deadline, last);
     if (fd_ >= 0) break;
     if (std::chrono::steady_clock::now() + std::chrono::milliseconds(100) > deadline) {
       throw Error(ErrorKind::kCommunication, "cannot reach the rendezvous store at " + address() + " within " +
@@ -262,7 +230,8 @@ std::pair<uint8_t, std::string> TcpStore::request(uint8_t op, const std::string&
   std::string reply;
   if (!write_all(fd_, message.data(), message.size()) || !read_exactly(fd_, &status, 1, deadline) ||
       !read_field(fd_, reply, deadline)) {
-    throw Error(ErrorKind::kCommunication, "the rendezvous store at " + address() + " stopped answering (key '" + key + "')");
+    throw Error(ErrorKind::kCommunication, "the rendezvous store at " + address() + " stopped answering (key '" + key + "') within " +
+                                               std::to_string(timeout_.count()) + " ms");
   }
   if (status == kBad) throw Error(ErrorKind::kInvalidArgument, "the rendezvous store at " + address() + " refused the request for '" + key + "'");
   return {status, std::move(reply)};

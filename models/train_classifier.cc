@@ -17,33 +17,51 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
                                           const Tensor& train_labels, const Tensor* test_examples,
                                           const Tensor* test_labels) {
   // With data parallelism the graph is one rank's program, on its share of
-  // the batch; the ranks are threads of this process (an in-process world).
-  const int ranks = options.strategy.data_parallel.ranks;
+  // the batch; the ranks are threads of this process (an in-process world)
+  // or, given a world, processes each running this.
+  Strategy strategy = options.strategy;
+  if (options.world != nullptr) strategy.data_parallel.ranks = options.world->size();
+  const int ranks = strategy.data_parallel.ranks;
   if (ranks < 1 || options.batch % ranks != 0) {
     throw Error(ErrorKind::kInvalidArgument, "the batch of " + std::to_string(options.batch) +
                                                  " does not split evenly over " + std::to_string(ranks) +
                                                  " data-parallel ranks");
   }
   ClassifierGraph train = build_classifier(options.model, options.batch / ranks, /*training=*/true, options.zoo);
-  TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, options.strategy);
+  TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, strategy);
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
+  std::shared_ptr<const Plan> plan = compile(*train.graph);
   // One rank is a world of one: the same path, with nothing to average.
-  auto world = std::make_unique<InProcessRanks>(compile(*train.graph), ranks, session_options);
-  Session& session = world->session(0);
+  std::unique_ptr<InProcessRanks> world;
+  std::unique_ptr<Session> process_rank;
+  if (options.world != nullptr) {
+    session_options.world = options.world;
+    process_rank = std::make_unique<Session>(plan, session_options);
+  } else {
+    world = std::make_unique<InProcessRanks>(plan, ranks, session_options);
+  }
+  Session& session = world ? world->session(0) : *process_rank;
+  const bool rank0 = options.world == nullptr || options.world->rank() == 0;
 
   auto dataset = std::make_shared<TensorDataset>(std::vector<Tensor>{train_examples, train_labels});
-  DataLoader loader(dataset, {.batch_size = options.batch, .shuffle = true, .drop_last = true,
-                              .seed = options.data_seed, .num_workers = 2});
+  DataLoaderOptions loader_options{.batch_size = options.batch, .shuffle = true, .drop_last = true,
+                                   .seed = options.data_seed, .num_workers = 2};
+  if (options.world != nullptr) {
+    loader_options.shards = ranks;
+    loader_options.shard = options.world->rank();
+  }
+  DataLoader loader(dataset, loader_options);
   TrainerOptions trainer_options;
   trainer_options.feeds = {train.input, train.labels};
   trainer_options.lr = LrSchedule::constant(options.lr);
-  trainer_options.log = options.log;
+  trainer_options.log = rank0 ? options.log : nullptr;
   trainer_options.checkpoint = options.checkpoint;
   trainer_options.checkpoint_every = options.checkpoint_every;
-  Trainer trainer(*world, step, loader, trainer_options);
+  Trainer trainer = world ? Trainer(*world, step, loader, trainer_options) : Trainer(session, step, loader, trainer_options);
   if (!options.resume.empty()) trainer.resume(options.resume);
-  for (int r = 0; r < ranks; ++r) world->session(r).reset_peak_memory();
+  const int local_sessions = world ? ranks : 1;
+  for (int r = 0; r < local_sessions; ++r) (world ? world->session(r) : session).reset_peak_memory();
   TrainStats stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
 
   ClassifierTrainingResult result;
@@ -52,21 +70,21 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   result.ms_per_step = stats.ms_per_step;
   result.last_loss = stats.last_loss;
   result.losses = stats.losses;
-  for (int r = 0; r < ranks; ++r) {
-    for (const DeviceMemoryStats& device : world->session(r).memory_stats()) {
+  for (int r = 0; r < local_sessions; ++r) {
+    for (const DeviceMemoryStats& device : (world ? world->session(r) : session).memory_stats()) {
       result.peak_memory_bytes += device.stats.peak_bytes;
     }
   }
-  if (ranks > 1) result.ranks = std::move(world);
   result.training = step;
 
   ClassifierGraph infer = build_classifier(options.model, 0, /*training=*/false, options.zoo);
   bake_state(session, *infer.graph);
-  if (test_examples != nullptr && test_labels != nullptr) {
+  if (test_examples != nullptr && test_labels != nullptr && rank0) {
     Session eval(compile(*infer.graph));
     result.test_accuracy = classification_accuracy(eval, infer.input, *test_examples, *test_labels, 1000);
   }
   result.inference_graph = std::move(infer.graph);
+  if (world && ranks > 1) result.ranks = std::move(world);
   return result;
 }
 

@@ -39,6 +39,12 @@ struct ClassifierTraining {
   std::filesystem::path checkpoint{};  // saved at the end (and every checkpoint_every steps)
   int64_t checkpoint_every = 0;
   std::filesystem::path resume{};      // a checkpoint to start from
+  // This process as one rank of a world of processes (distributed/): the
+  // step is data parallel over the world (strategy.data_parallel.ranks is
+  // taken from it), this process feeds its shard of every batch, and only
+  // rank 0 writes checkpoints and evaluates the test set. Unset: the ranks
+  // of strategy.data_parallel are threads of this process.
+  std::shared_ptr<World> world{};
 };
 
 struct ClassifierTrainingResult {
@@ -47,8 +53,8 @@ struct ClassifierTrainingResult {
   double ms_per_step = 0;
   double last_loss = 0;
   std::vector<double> losses;  // every step's loss (this call's steps)
-  double test_accuracy = -1;   // -1 without a test set
-  int64_t peak_memory_bytes = 0;  // the allocators' peaks during training, summed over devices
+  double test_accuracy = -1;   // -1 without a test set (and on ranks other than 0 of a world)
+  int64_t peak_memory_bytes = 0;  // the allocators' peaks during training, summed over devices (this process's)
   TrainingGraph training{};       // what minimize() made of the step (AMP, recompute figures)
   std::unique_ptr<Graph> inference_graph{};  // symbolic batch, trained weights baked in
   // Data parallel: the ranks that trained, each with its own copy of the

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "core/error.h"
-#include "ops/dtype_dispatch.h"
+#include "ops/comm/rank_order_reduction.h"
 
 namespace weir {
 
@@ -168,32 +168,13 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
   std::string abort_reason_;
 };
 
-// Reduces elements [offset, offset + count) of the deposits into the same elements of `out`.
+// Reduces elements [offset, offset + count) of the deposits into the same
+// elements of `out`, in rank order (as every host communicator does).
 void reduce_slice(ReduceOp op, const std::vector<Tensor>& deposits, Tensor& out, size_t offset, size_t count) {
-  dispatch_dtype(out.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) {
-      throw Error(ErrorKind::kUnsupported, "collective reductions over bool tensors are not supported");
-    } else {
-      using C = ComputeType<T>;
-      std::vector<const T*> in;
-      for (const Tensor& d : deposits) in.push_back(d.data<T>());
-      T* result = out.data<T>();
-      for (size_t i = offset; i < offset + count; ++i) {
-        C acc = load(in[0][i]);
-        for (size_t r = 1; r < in.size(); ++r) {
-          C value = load(in[r][i]);
-          switch (op) {
-            case ReduceOp::kSum:
-            case ReduceOp::kAvg: acc = static_cast<C>(acc + value); break;
-            case ReduceOp::kMax: acc = std::max(acc, value); break;
-            case ReduceOp::kMin: acc = std::min(acc, value); break;
-          }
-        }
-        if (op == ReduceOp::kAvg) acc = static_cast<C>(acc / static_cast<C>(in.size()));
-        result[i] = store<T>(acc);
-      }
-    }
-  });
+  const size_t element = dtype_size(out.dtype());
+  std::vector<const void*> inputs;
+  for (const Tensor& d : deposits) inputs.push_back(static_cast<const char*>(d.raw_data()) + offset * element);
+  reduce_in_rank_order(op, out.dtype(), inputs, static_cast<char*>(out.raw_data()) + offset * element, count);
 }
 
 void check_host_dense(const Tensor& tensor, const char* what) {

@@ -25,6 +25,8 @@ packages=(
   zlib1g-dev dataset-fashion-mnist libcli11-dev
   # distributed: Gloo's collectives over TCP between processes
   libgloo-dev
+  # mpirun, a launcher graph-runner train runs under (tests/tools/multi_process_training_test.cc)
+  openmpi-bin
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the sanitizer suite and fuzzing (.ci/run): clang with its sanitizer

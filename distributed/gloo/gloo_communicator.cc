@@ -1,7 +1,9 @@
 #include "distributed/gloo/gloo_communicator.h"
 
 #include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -16,10 +18,13 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "distributed/liveness_beacon.h"
 #include "distributed/tcp_store.h"
+#include "ops/comm/rank_order_reduction.h"
 #include "ops/dtype_dispatch.h"
 
 namespace weir {
@@ -30,6 +35,7 @@ namespace {
 class GlooTcpStore final : public gloo::rendezvous::Store {
  public:
   explicit GlooTcpStore(std::unique_ptr<TcpStore> store) : store_(std::move(store)) {}
+  TcpStore& client() { return *store_; }
   void set(const std::string& key, const std::vector<char>& data) override {
     store_->set(key, std::string(data.begin(), data.end()));
   }
@@ -46,14 +52,18 @@ class GlooTcpStore final : public gloo::rendezvous::Store {
   std::unique_ptr<TcpStore> store_;
 };
 
-// What the ranks of one process share: the TCP device (one I/O thread), the
-// store, and on rank 0 the TCP store's server.
+// What the groups of one process share: the TCP device (one I/O thread),
+// the store, on rank 0 the TCP store's server, and the liveness beacons of
+// every rank of the world (this process's own, and the others' addresses).
 struct GlooShared {
   std::unique_ptr<TcpStoreServer> server;
+  TcpStore* tcp_store = nullptr;  // the client inside `store`, when it is Weir's TCP store
   std::shared_ptr<gloo::transport::Device> device;
   std::unique_ptr<gloo::rendezvous::Store> store;
   GlooGroupOptions options;
   std::string store_name;  // what messages call the store
+  std::unique_ptr<LivenessBeacon> beacon;
+  std::vector<std::string> beacons;  // by world rank
 };
 
 using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
@@ -125,8 +135,11 @@ uint64_t fingerprint(const std::string& text) {
 
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator(std::shared_ptr<GlooShared> shared, std::string prefix, int rank, int size)
-      : shared_(std::move(shared)), prefix_(std::move(prefix)), rank_(rank), size_(size) {
+  // `members`: the world rank of each of the group's ranks (what failures name).
+  GlooCommunicator(std::shared_ptr<GlooShared> shared, std::string prefix, int rank, std::vector<int> members)
+      : shared_(std::move(shared)), prefix_(std::move(prefix)), rank_(rank), size_(static_cast<int>(members.size())),
+        members_(std::move(members)) {
+    const int size = size_;
     context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context_->setTimeout(shared_->options.timeout);
     gloo::rendezvous::PrefixStore store(prefix_, *shared_->store);
@@ -148,10 +161,33 @@ class GlooCommunicator final : public Communicator {
 
   void all_reduce(const Tensor& input, Tensor& output, ReduceOp op, const CommCall& call) override {
     check_host_output(input, output, input.sizes(), "all_reduce", call);
-    ReduceFn reduce = reduction_for(input.dtype(), op);
+    ReduceFn reduce = reduction_for(input.dtype(), op);  // refuses what cannot be reduced, before any traffic
+    if (shared_->options.allreduce == GlooAllreduce::kRankOrder) {
+      // Reduce-scatter in rank order, then Gloo's ring allgather of the
+      // shards: the same 2(N-1)/N bytes per rank as a ring allreduce.
+      const int64_t n = input.num_elements();
+      std::vector<int64_t> counts(static_cast<size_t>(size_));
+      for (int r = 0; r < size_; ++r) counts[static_cast<size_t>(r)] = (r + 1) * n / size_ - r * n / size_;
+      guarded("all_reduce", call, [&] {
+        if (n == 0) return;
+        const int64_t begin = rank_ * n / size_;
+        reduce_shard(input, output, begin, counts, op, call);
+        if (size_ == 1) return;
+        const size_t element = dtype_size(input.dtype());
+        std::vector<size_t> bytes;
+        for (int64_t c : counts) bytes.push_back(static_cast<size_t>(c) * element);
+        gloo::AllgathervOptions gather(context_);
+        gather.setOutput(static_cast<uint8_t*>(output.raw_data()), bytes);  // this rank's shard is in place
+        gather.setTag(next_tag());
+        gather.setTimeout(timeout_of(call));
+        gloo::allgatherv(gather);
+      });
+      return;
+    }
     guarded("all_reduce", call, [&] {
       if (input.num_elements() == 0) return;
       gloo::AllreduceOptions options(context_);
+      if (shared_->options.allreduce == GlooAllreduce::kBcube) options.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
       // Gloo splits the buffer into segments of whole elements of the type
       // it is given, and hands the reduce function element counts: give it
       // an unsigned type of the dtype's width.
@@ -209,9 +245,12 @@ class GlooCommunicator final : public Communicator {
           .with_rank(rank_);
     }
     check_host_output(input, output, sizes, "reduce_scatter", call);
-    Tensor whole = Tensor::uninitialized(input.dtype(), input.sizes());
-    all_reduce(input, whole, op, call);
-    std::memcpy(output.raw_data(), static_cast<const char*>(whole.raw_data()) + output.nbytes() * rank_, output.nbytes());
+    reduction_for(input.dtype(), op);  // refuses what cannot be reduced, before any traffic
+    const int64_t part = output.num_elements();
+    guarded("reduce_scatter", call, [&] {
+      if (part == 0) return;
+      reduce_shard(input, output, 0, std::vector<int64_t>(static_cast<size_t>(size_), part), op, call);
+    });
   }
 
   void send(const Tensor& tensor, int peer, const CommCall& call) override {
@@ -240,7 +279,9 @@ class GlooCommunicator final : public Communicator {
     if (!handle) {
       std::string name = prefix_ + "/group";
       for (int r : ranks) name += "_" + std::to_string(r);
-      handle = std::make_shared<GlooCommunicator>(shared_, name, position, static_cast<int>(ranks.size()));
+      std::vector<int> members;
+      for (int r : ranks) members.push_back(members_[static_cast<size_t>(r)]);
+      handle = std::make_shared<GlooCommunicator>(shared_, name, position, std::move(members));
     }
     return handle;
   }
@@ -264,6 +305,55 @@ class GlooCommunicator final : public Communicator {
   }
   uint32_t next_tag() { return tag_++; }
 
+  // The reduce-scatter Debian's Gloo lacks: rank r receives part r of every
+  // rank's input (parts of `counts` elements, in rank order) with Gloo's
+  // alltoallv, and reduces them in rank order into `out` from element
+  // `out_begin` on.
+  void reduce_shard(const Tensor& input, Tensor& out, int64_t out_begin, const std::vector<int64_t>& counts, ReduceOp op,
+                    const CommCall& call) {
+    const size_t element = dtype_size(input.dtype());
+    const int64_t mine = counts[static_cast<size_t>(rank_)];
+    char* destination = static_cast<char*>(out.raw_data()) + static_cast<size_t>(out_begin) * element;
+    if (size_ == 1) {
+      std::memmove(destination, input.raw_data(), static_cast<size_t>(mine) * element);
+      return;
+    }
+    // Parts from every rank; reused between calls (a group's calls come one at a time).
+    gathered_.resize(static_cast<size_t>(mine * size_) * element);
+    std::vector<int64_t> send_bytes, receive_bytes(static_cast<size_t>(size_), mine * static_cast<int64_t>(element));
+    for (int64_t c : counts) send_bytes.push_back(c * static_cast<int64_t>(element));
+    gloo::AlltoallvOptions exchange(context_);
+    exchange.setInput(static_cast<uint8_t*>(const_cast<void*>(input.raw_data())), send_bytes);
+    exchange.setOutput(reinterpret_cast<uint8_t*>(gathered_.data()), receive_bytes);
+    exchange.setTag(next_tag());
+    exchange.setTimeout(timeout_of(call));
+    gloo::alltoallv(exchange);
+    std::vector<const void*> parts;
+    for (int r = 0; r < size_; ++r) parts.push_back(gathered_.data() + static_cast<size_t>(r * mine) * element);
+    reduce_in_rank_order(op, input.dtype(), parts, destination, static_cast<size_t>(mine));
+  }
+
+  // Which of the group's other ranks are gone, by their liveness beacons:
+  // Gloo names a dead peer only by a socket address (often an ephemeral
+  // port), and a timeout names no one.
+  std::string missing_peers() const {
+    std::string gone;
+    // A killed process's sockets close one by one: its Gloo connection may
+    // be seen closed before its beacon is, so look again for a moment.
+    for (int attempt = 0; attempt < 10 && gone.empty(); ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int member : members_) {
+        if (member == members_[static_cast<size_t>(rank_)]) continue;
+        const std::string& address = shared_->beacons.at(static_cast<size_t>(member));
+        std::string why = probe_liveness(address, std::chrono::seconds(2));
+        if (why.empty()) continue;
+        gone += (gone.empty() ? "" : ", ") + std::string("rank ") + std::to_string(member) + " (" + address + ": " + why + ")";
+      }
+    }
+    if (gone.empty()) return "every other rank still runs (one is stuck, slow, or called other collectives)";
+    return "gone from the world: " + gone;
+  }
+
   // Runs one Gloo call, turning its failures into kCommunication errors and
   // marking the group broken (Gloo's context is unusable after one).
   template <typename Fn>
@@ -282,7 +372,7 @@ class GlooCommunicator final : public Communicator {
       throw;
     } catch (const std::exception& e) {
       std::string message = std::string(what) + " with tag '" + call.tag + "' on rank " + std::to_string(rank_) + " of " +
-                            description() + " failed: " + e.what();
+                            description() + " failed: " + e.what() + "; " + missing_peers();
       {
         std::lock_guard<std::mutex> lock(state_mutex_);
         if (broken_.empty()) broken_ = "broken by an earlier failure: " + message;
@@ -321,6 +411,8 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<GlooShared> shared_;
   std::string prefix_;
   int rank_, size_;
+  std::vector<int> members_;  // by group rank: the world rank
+  std::vector<char> gathered_;  // reduce_shard's parts
   std::shared_ptr<gloo::rendezvous::Context> context_;
   uint32_t tag_ = 1;
   std::map<std::string, uint64_t> p2p_counts_;
@@ -329,6 +421,57 @@ class GlooCommunicator final : public Communicator {
   std::mutex subgroups_mutex_;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;
 };
+
+// Claims this rank's place in the job's namespace, publishes its liveness
+// beacon and the world size it was started with, and reads every rank's, in
+// rank order. Refused here, before Gloo's keys are touched: a second process
+// claiming the same rank (two jobs in one namespace), and a rank that
+// believes in another world size (it would wait for ranks that never come).
+void publish_beacons(GlooShared& shared, int rank, int size) {
+  const std::string& job = shared.options.job;
+  auto key = [&](int r) { return job + "/beacon/" + std::to_string(r); };
+  const std::string clash = "rank " + std::to_string(rank) + " of job '" + job + "' has already joined " +
+                            shared.store_name + ": two jobs share one store namespace (give each its own job "
+                            "name, master port or store directory)";
+  try {
+    if (shared.tcp_store != nullptr && shared.tcp_store->add(job + "/claimed/" + std::to_string(rank), 1) != 1) {
+      throw Error(ErrorKind::kInvalidArgument, clash).with_rank(rank);
+    }
+    const std::string value = shared.beacon->address() + " " + std::to_string(size);
+    shared.store->set(key(rank), std::vector<char>(value.begin(), value.end()));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // a FileStore refuses a key written twice
+    throw Error(ErrorKind::kInvalidArgument, clash + " (" + e.what() + ")").with_rank(rank);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + shared.options.timeout;
+  for (int r = 0; r < size; ++r) {
+    std::string value;
+    try {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      shared.store->wait({key(r)}, std::max(left, std::chrono::milliseconds(1)));
+      std::vector<char> bytes = shared.store->get(key(r));
+      value.assign(bytes.begin(), bytes.end());
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::kCommunication, "rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                                                 " could not connect its Gloo group through " + shared.store_name +
+                                                 " (namespace '" + job + "') within " +
+                                                 std::to_string(shared.options.timeout.count()) + " ms: rank " +
+                                                 std::to_string(r) + " never arrived (" + e.what() + ")")
+          .with_rank(rank);
+    }
+    const size_t space = value.rfind(' ');
+    const std::string their_size = space == std::string::npos ? "?" : value.substr(space + 1);
+    if (their_size != std::to_string(size)) {
+      throw Error(ErrorKind::kInvalidArgument, "the ranks disagree on the world size: rank " + std::to_string(rank) +
+                                                   " was started in a world of " + std::to_string(size) + ", rank " +
+                                                   std::to_string(r) + " in a world of " + their_size + " (job '" +
+                                                   job + "' at " + shared.store_name + ")")
+          .with_rank(rank);
+    }
+    shared.beacons.push_back(value.substr(0, space));
+  }
+}
 
 }  // namespace
 
@@ -346,8 +489,10 @@ std::shared_ptr<Communicator> make_gloo_communicator(int rank, int size, const G
     shared->store_name = "the TCP store at " + options.master_addr + ":" + std::to_string(options.master_port);
     try {
       if (rank == 0) shared->server = std::make_unique<TcpStoreServer>(options.master_port);
-      shared->store = std::make_unique<GlooTcpStore>(
+      auto client = std::make_unique<GlooTcpStore>(
           std::make_unique<TcpStore>(options.master_addr, options.master_port, options.timeout));
+      shared->tcp_store = &client->client();
+      shared->store = std::move(client);
     } catch (Error& e) {
       throw e.with_rank(rank);
     }
@@ -364,7 +509,11 @@ std::shared_ptr<Communicator> make_gloo_communicator(int rank, int size, const G
                                                ": " + e.what())
         .with_rank(rank);
   }
-  return std::make_shared<GlooCommunicator>(shared, options.job, rank, size);
+  shared->beacon = std::make_unique<LivenessBeacon>(options.hostname);
+  publish_beacons(*shared, rank, size);
+  std::vector<int> members(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) members[static_cast<size_t>(r)] = r;
+  return std::make_shared<GlooCommunicator>(shared, options.job, rank, std::move(members));
 }
 
 }  // namespace weir

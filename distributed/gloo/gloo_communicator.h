@@ -16,15 +16,27 @@
 //
 // Calls follow core/communicator.h: every rank of a group calls the same
 // collectives in the same order (Gloo tags them by a per-group counter).
-// Reductions run in the tensor's dtype: sum, max and min are Gloo's for
-// f32, f64 and integers; f16 and bf16 reduce through f32 element by
-// element; avg is the sum divided by the group size. reduce_scatter is an
-// allreduce of which each rank keeps its part (Debian's Gloo has no
-// new-style reduce-scatter). A Gloo error (a dead peer, a timeout) is
-// weir::Error(kCommunication) naming the call, the tag and the rank; after
-// one, Gloo's context is unusable, so the communicator refuses further
-// calls, as it does after abort(). abort() cannot wake a call blocked in
-// Gloo: that call ends at its timeout.
+// Reductions (GlooAllreduce::kRankOrder, the default) give bitwise the
+// in-process world's results: reduce_scatter sends part r of every rank's
+// input to rank r with Gloo's alltoallv, and rank r reduces the parts in
+// rank order (ops/comm/rank_order_reduction.h; Debian's Gloo has no
+// new-style reduce-scatter); all_reduce is that reduce-scatter followed by
+// Gloo's ring allgatherv, the same 2(N-1)/N bytes per rank as a ring
+// allreduce. kRing and kBcube use Gloo's allreduce instead (its sum, max
+// and min for f32, f64 and integers; f16 and bf16 through f32; avg the sum
+// divided by the group size), whose order of addition depends on the
+// chunk: with more than two ranks the last bits differ from one rank order.
+//
+// Failures: a Gloo error (a dead peer, a timeout) is
+// weir::Error(kCommunication) naming the call, the tag and the rank, and
+// which ranks are gone: each rank listens on a liveness beacon
+// (distributed/liveness_beacon.h) whose address it publishes at
+// rendezvous, and after an error the others probe them. Ranks that were
+// started with other world sizes, or a second process claiming a rank of
+// the job's namespace (two jobs sharing it), are refused at rendezvous.
+// After an error Gloo's context is unusable, so the communicator refuses
+// further calls, as it does after abort(). abort() cannot wake a call
+// blocked in Gloo: that call ends at its timeout.
 #pragma once
 
 #include <chrono>
@@ -34,6 +46,13 @@
 #include "core/communicator.h"
 
 namespace weir {
+
+// How all_reduce combines the ranks' tensors.
+enum class GlooAllreduce {
+  kRankOrder,  // reduce-scatter in rank order + ring allgather: the in-process world's bits
+  kRing,       // Gloo's ring allreduce
+  kBcube,      // Gloo's bcube allreduce
+};
 
 struct GlooGroupOptions {
   // Where the ranks meet: a TCP store that rank 0 serves on `master_port`
@@ -46,6 +65,7 @@ struct GlooGroupOptions {
   std::string job = "weir";             // the job's namespace in the store
   std::string hostname = "127.0.0.1";   // the address this rank listens on
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // rendezvous, and calls without their own
+  GlooAllreduce allreduce = GlooAllreduce::kRankOrder;
 };
 
 // Rank `rank` of a group of `size` processes; returns once every rank has

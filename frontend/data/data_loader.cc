@@ -57,6 +57,16 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
     : dataset_(std::move(dataset)), options_(options) {
   if (!dataset_) throw Error(ErrorKind::kInvalidArgument, "DataLoader: no dataset");
   if (options_.batch_size <= 0) throw Error(ErrorKind::kInvalidArgument, "DataLoader: batch size must be positive");
+  if (options_.shards < 1 || options_.shard < 0 || options_.shard >= options_.shards) {
+    throw Error(ErrorKind::kInvalidArgument, "DataLoader: shard " + std::to_string(options_.shard) + " of " +
+                                                 std::to_string(options_.shards) + " does not exist (shards are 0 .. " +
+                                                 std::to_string(options_.shards - 1) + ")");
+  }
+  if (options_.shards > 1 && (options_.batch_size % options_.shards != 0 || !options_.drop_last)) {
+    throw Error(ErrorKind::kInvalidArgument, "DataLoader: a batch of " + std::to_string(options_.batch_size) +
+                                                 " does not split into " + std::to_string(options_.shards) +
+                                                 " equal shards (the batch must divide evenly, with drop_last)");
+  }
   if (options_.num_workers < 1) options_.num_workers = 1;
   if (options_.queue_depth < 1) options_.queue_depth = 1;
 }
@@ -114,8 +124,10 @@ void DataLoader::worker(int index, int64_t first, int64_t end) {
   for (int64_t b = first; b < end; b += stride) {
     std::vector<Tensor> batch;
     try {
-      int64_t begin = b * options_.batch_size;
-      int64_t stop_at = std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
+      const int64_t share = options_.batch_size / options_.shards;
+      int64_t begin = b * options_.batch_size + options_.shard * share;
+      int64_t stop_at = std::min<int64_t>(begin + (options_.shards > 1 ? share : options_.batch_size),
+                                          static_cast<int64_t>(order_.size()));
       std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + stop_at);
       batch = dataset_->batch(indices);
     } catch (...) {

@@ -11,6 +11,13 @@
 // turn, so the sequence of batches depends only on (seed, epoch), never on
 // thread timing. start_epoch(e, k) resumes epoch e at its k-th batch (what a
 // checkpoint restore does).
+//
+// Sharded (one rank of a data-parallel world of processes): with shards = N
+// and shard = r, every batch of batch_size examples is cut into N equal
+// shares of rows and this loader assembles only share r, rows
+// [r*batch_size/N, (r+1)*batch_size/N) of the batch a loader without shards
+// would give; every rank uses the same seed, so the ranks' shares together
+// are exactly that batch.
 #pragma once
 
 #include <condition_variable>
@@ -54,6 +61,8 @@ struct DataLoaderOptions {
   uint64_t seed = 0;
   int num_workers = 2;
   int queue_depth = 4;  // batches each worker may have ready
+  int shards = 1;       // the batch's row shares (data-parallel ranks); needs drop_last and an even split
+  int shard = 0;        // the share this loader gives, 0 .. shards-1
 };
 
 class DataLoader {

@@ -10,7 +10,14 @@
 namespace weir {
 
 Trainer::Trainer(Session& session, TrainingGraph graph, DataLoader& loader, TrainerOptions options)
-    : session_(session), graph_(std::move(graph)), loader_(loader), options_(std::move(options)) {
+    : Trainer(session, nullptr, std::move(graph), loader, std::move(options)) {}
+
+Trainer::Trainer(InProcessRanks& ranks, TrainingGraph graph, DataLoader& loader, TrainerOptions options)
+    : Trainer(ranks.session(0), &ranks, std::move(graph), loader, std::move(options)) {}
+
+Trainer::Trainer(Session& session, InProcessRanks* ranks, TrainingGraph graph, DataLoader& loader,
+                 TrainerOptions options)
+    : session_(session), ranks_(ranks), graph_(std::move(graph)), loader_(loader), options_(std::move(options)) {
   const Graph& g = session_.plan().graph();
   for (const std::string& feed : options_.feeds) {
     const Value* v = g.find_value(feed);
@@ -21,12 +28,21 @@ Trainer::Trainer(Session& session, TrainingGraph graph, DataLoader& loader, Trai
   if (loader_.batches_per_epoch() == 0) {
     throw Error(ErrorKind::kInvalidArgument, "trainer: the dataset has fewer examples than one batch");
   }
+  // One process's rank of a larger world feeds its own shard of each batch.
+  const DataLoaderOptions& shard = loader_.options();
+  const World* world = session_.world().get();
+  const int world_size = ranks_ == nullptr && world != nullptr ? world->size() : 1;
+  const int rank = ranks_ == nullptr && world != nullptr ? world->rank() : 0;
+  if (shard.shards != world_size || shard.shard != rank) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "trainer: the data loader gives shard " + std::to_string(shard.shard) + " of " +
+                    std::to_string(shard.shards) + " of each batch, but this session is rank " + std::to_string(rank) +
+                    " of " + std::to_string(world_size) + " processes (" +
+                    (world != nullptr ? world->description() : std::string("no world")) +
+                    "): each process needs the shard of its rank");
+  }
 }
 
-Trainer::Trainer(InProcessRanks& ranks, TrainingGraph graph, DataLoader& loader, TrainerOptions options)
-    : Trainer(ranks.session(0), std::move(graph), loader, std::move(options)) {
-  ranks_ = &ranks;
-}
 
 std::vector<Tensor> Trainer::run_step(const std::map<std::string, Tensor>& feeds) {
   if (ranks_ == nullptr) return session_.run(feeds);
@@ -109,7 +125,10 @@ TrainStats Trainer::run_steps(int64_t steps) {
   return stats;
 }
 
-void Trainer::save(const std::filesystem::path& path) const { save_checkpoint(path, session_, step_); }
+void Trainer::save(const std::filesystem::path& path) const {
+  if (session_.world() != nullptr && ranks_ == nullptr && session_.world()->rank() != 0) return;
+  save_checkpoint(path, session_, step_);
+}
 
 void Trainer::resume(const std::filesystem::path& path) {
   step_ = load_checkpoint(path, session_);

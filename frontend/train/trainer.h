@@ -20,6 +20,14 @@
 // is the program's, averaged over the ranks, so it is the whole batch's.
 // Checkpoints hold rank 0's state (every rank's is the same) and resume
 // every rank from it.
+//
+// Data parallel across processes: given the Session of this process's rank
+// (SessionOptions::world) and a loader sharded for it (DataLoaderOptions
+// shards = world size, shard = rank), each process feeds its own rows and
+// the program's AllReduces meet the other ranks'. Every rank reports the
+// world's loss; only rank 0 writes checkpoints, and every rank resumes from
+// the same file (a file system all hosts see), whatever the world size was
+// when it was written.
 #pragma once
 
 #include <cstdint>
@@ -64,10 +72,13 @@ class Trainer {
   TrainStats run_steps(int64_t steps);
   TrainStats run_epochs(int64_t epochs);  // up to the end of the epoch `epochs` later
 
+  // Writes a checkpoint on rank 0 (temp file, then rename); other ranks of a
+  // world of processes write nothing.
   void save(const std::filesystem::path& path) const;
   void resume(const std::filesystem::path& path);
 
  private:
+  Trainer(Session& session, InProcessRanks* ranks, TrainingGraph graph, DataLoader& loader, TrainerOptions options);
   // One step on every rank; returns rank 0's outputs.
   std::vector<Tensor> run_step(const std::map<std::string, Tensor>& feeds);
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "passes/graph_match.h"
@@ -62,6 +63,9 @@ class Rewrite {
     for (Value* value : crossing) {
       average(value);
       result.averaged.push_back(value->name());
+      if (value->shape().is_static()) {
+        result.allreduce_bytes += value->shape().num_elements() * static_cast<int64_t>(dtype_size(value->dtype()));
+      }
     }
     result.allreduces = static_cast<int>(crossing.size());
     return result;

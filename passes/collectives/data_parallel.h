@@ -53,6 +53,7 @@ struct DataParallelOptions {
 struct DataParallelResult {
   int rank_nodes = 0;                 // nodes of the per-rank part (forward and backward)
   int allreduces = 0;                 // AllReduce nodes added
+  int64_t allreduce_bytes = 0;        // what they average per step, each rank (static shapes)
   std::vector<std::string> averaged{};  // the values they average, in graph order
 };
 

@@ -81,6 +81,7 @@ class DataParallelStep final : public Pass {
     bool changed = pass.run(graph, context);
     step.graph.ranks = strategy_.ranks;
     step.graph.allreduces = pass.result().allreduces;
+    step.graph.allreduce_bytes = pass.result().allreduce_bytes;
     return changed;
   }
 

@@ -34,9 +34,11 @@ struct TrainingGraph {
   int64_t peak_bytes_before_recompute = 0;
   int64_t peak_bytes_after_recompute = 0;
   // Data parallel: the ranks the step is each rank's program for (1: not
-  // data parallel) and the AllReduce nodes added.
+  // data parallel), the AllReduce nodes added and the bytes they average
+  // per step on each rank (a ring allreduce sends 2(N-1)/N times that).
   int ranks = 1;
   int allreduces = 0;
+  int64_t allreduce_bytes = 0;
 };
 
 // What the passes of one training pipeline hand each other, by value name

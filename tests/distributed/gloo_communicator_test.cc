@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "distributed/gloo/gloo_communicator.h"
+#include "ops/comm/rank_order_reduction.h"
 #include "tests/distributed/process_group.h"
 #include "tests/ops/op_test_util.h"
 
@@ -40,12 +42,13 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& exp
 }
 
 // Every collective on rank `rank` of `size`, checked against the reference.
-void check_collectives(int rank, int size, const std::filesystem::path& store) {
-  std::shared_ptr<Communicator> comm =
-      make_gloo_communicator(rank, size, {.store_directory = store.string(), .timeout = 20s});
-  // One element per rank (Gloo's segments are then single elements) and
-  // twelve; both divide by the size for reduce_scatter.
-  for (int64_t count : {int64_t{size}, int64_t{12} * size}) {
+void check_collectives(int rank, int size, const std::filesystem::path& store, GlooAllreduce algorithm) {
+  std::shared_ptr<Communicator> comm = make_gloo_communicator(
+      rank, size, {.store_directory = store.string(), .timeout = 20s, .allreduce = algorithm});
+  // One element per rank (Gloo's segments are then single elements),
+  // twelve (both divide by the size for reduce_scatter), and a count that
+  // splits unevenly over the ranks.
+  for (int64_t count : {int64_t{size}, int64_t{12} * size, int64_t{5} * size + 3}) {
   for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kBFloat16}) {
     const std::string name(dtype_name(dtype));
     const double tolerance = dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? 1e-2 : 1e-6;
@@ -70,7 +73,7 @@ void check_collectives(int rank, int size, const std::filesystem::path& store) {
       Tensor in_place = input.clone();
       comm->all_reduce(in_place, in_place, op, {.tag = "in place"});
       expect_close(testing::to_doubles(in_place), expected, tolerance, "in-place all_reduce " + name);
-      if (op == ReduceOp::kSum) {
+      if (op == ReduceOp::kSum && count % size == 0) {
         Tensor part(dtype, {count / size});
         comm->reduce_scatter(input, part, op, {.tag = "scatter"});
         std::vector<double> mine(expected.begin() + rank * (count / size), expected.begin() + (rank + 1) * (count / size));
@@ -94,13 +97,56 @@ void check_collectives(int rank, int size, const std::filesystem::path& store) {
 }
 
 TEST(GlooCommunicator, EveryCollectiveOnWorldsOfOneToFour) {
-  for (int size = 1; size <= 4; ++size) {
-    std::filesystem::path store = testing::fresh_store_directory("gloo_collectives");
-    std::vector<std::string> results =
-        testing::run_processes(size, 60s, [&](int rank) { check_collectives(rank, size, store); });
-    for (int r = 0; r < size; ++r) EXPECT_EQ(results[static_cast<size_t>(r)], "") << "rank " << r << " of " << size;
-    std::filesystem::remove_all(store);
+  for (GlooAllreduce algorithm : {GlooAllreduce::kRankOrder, GlooAllreduce::kRing, GlooAllreduce::kBcube}) {
+    for (int size = 1; size <= 4; ++size) {
+      std::filesystem::path store = testing::fresh_store_directory("gloo_collectives");
+      std::vector<std::string> results =
+          testing::run_processes(size, 60s, [&](int rank) { check_collectives(rank, size, store, algorithm); });
+      for (int r = 0; r < size; ++r) {
+        EXPECT_EQ(results[static_cast<size_t>(r)], "")
+            << "rank " << r << " of " << size << ", algorithm " << static_cast<int>(algorithm);
+      }
+      std::filesystem::remove_all(store);
+    }
   }
+}
+
+// Random floats: the rank-order allreduce and reduce-scatter give bitwise
+// the rank-order reduction of every rank's input (what the in-process
+// world computes), for f32 and bf16, on 3 ranks (where a ring's order of
+// addition would differ).
+TEST(GlooCommunicator, RankOrderReductionsAreBitwiseTheInProcessWorlds) {
+  std::filesystem::path store = testing::fresh_store_directory("gloo_bitwise");
+  const int size = 3;
+  std::vector<std::string> results = testing::run_processes(size, 60s, [&](int rank) {
+    std::shared_ptr<Communicator> comm = make_gloo_communicator(rank, size, {.store_directory = store.string(), .timeout = 20s});
+    for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+      const int64_t count = 3 * 1001;
+      std::vector<Tensor> inputs;
+      std::vector<const void*> by_rank;
+      for (int r = 0; r < size; ++r) {
+        inputs.push_back(testing::random_tensor(dtype, {count}, 100 + static_cast<uint32_t>(r)));
+        by_rank.push_back(inputs.back().raw_data());
+      }
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+        Tensor expected(dtype, {count});
+        reduce_in_rank_order(op, dtype, by_rank, expected.raw_data(), static_cast<size_t>(count));
+        Tensor got(dtype, {count});
+        comm->all_reduce(inputs[static_cast<size_t>(rank)], got, op, {.tag = "bits"});
+        if (std::memcmp(got.raw_data(), expected.raw_data(), expected.nbytes()) != 0) {
+          throw std::runtime_error("all_reduce " + std::string(reduce_op_name(op)) + " " + std::string(dtype_name(dtype)) +
+                                   " differs from the rank-order reduction");
+        }
+        Tensor part(dtype, {count / size});
+        comm->reduce_scatter(inputs[static_cast<size_t>(rank)], part, op, {.tag = "bits"});
+        if (std::memcmp(part.raw_data(), static_cast<const char*>(expected.raw_data()) + part.nbytes() * rank, part.nbytes()) != 0) {
+          throw std::runtime_error("reduce_scatter " + std::string(dtype_name(dtype)) + " differs");
+        }
+      }
+    }
+  });
+  for (int r = 0; r < size; ++r) EXPECT_EQ(results[static_cast<size_t>(r)], "") << "rank " << r;
+  std::filesystem::remove_all(store);
 }
 
 TEST(GlooCommunicator, SendRecvAroundARingAndSubgroups) {
@@ -171,6 +217,7 @@ TEST(GlooCommunicator, APeerThatDiesFailsTheCollectiveNamingIt) {
     }
   });
   EXPECT_NE(results[0].find("all_reduce with tag 'grads' on rank 0"), std::string::npos) << results[0];
+  EXPECT_NE(results[0].find("gone from the world: rank 1 (127.0.0.1:"), std::string::npos) << results[0];
   EXPECT_EQ(results[1], "");
   std::filesystem::remove_all(store);
 }

@@ -64,6 +64,10 @@ TEST(LaunchEnvironment, OpenMpisVariables) {
   EXPECT_EQ(w.rank, 1);
   EXPECT_EQ(w.local_rank, 1);
   EXPECT_EQ(w.master_addr, "127.0.0.1");
+  // mpirun -x WEIR_MASTER_PORT=P alone: this host, that port.
+  w = read_launch_environment({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"WEIR_MASTER_PORT", "4321"}});
+  EXPECT_EQ(w.master_addr, "127.0.0.1");
+  EXPECT_EQ(w.master_port, 4321);
   // Several hosts need rank 0's address passed through mpirun -x.
   EnvironmentVariables hosts = {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
@@ -91,6 +95,15 @@ TEST(LaunchEnvironment, SlurmsVariables) {
                                {"MASTER_ADDR", "b"}, {"MASTER_PORT", "5000"}});
   EXPECT_EQ(w.master_addr, "b");
   EXPECT_EQ(w.master_port, 5000);
+  // Either alone overrides its half: the port, with the node list's first host.
+  w = read_launch_environment({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "a[1-2]"},
+                               {"SLURM_JOB_ID", "7"}, {"MASTER_PORT", "5001"}});
+  EXPECT_EQ(w.master_addr, "a1");
+  EXPECT_EQ(w.master_port, 5001);
+  w = read_launch_environment({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "a[1-2]"},
+                               {"SLURM_JOB_ID", "7"}, {"WEIR_MASTER_ADDR", "c"}});
+  EXPECT_EQ(w.master_addr, "c");
+  EXPECT_EQ(w.master_port, 20007);
 }
 
 TEST(LaunchEnvironment, SlurmHostListsExpand) {

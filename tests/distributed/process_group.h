@@ -49,6 +49,33 @@ inline int unused_port() {
   return ntohs(address.sin_port);
 }
 
+// A loopback port that is taken, by a socket that listens and never
+// accepts: connections complete (the kernel's backlog) and nothing answers.
+class MuteListener {
+ public:
+  MuteListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 && ::listen(fd_, 16) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      port_ = ntohs(address.sin_port);
+    }
+  }
+  ~MuteListener() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  MuteListener(const MuteListener&) = delete;
+  MuteListener& operator=(const MuteListener&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // body(rank) in `size` child processes. Returns, by rank, "" for a child
 // that returned, else what it threw (or how it died, or "timed out").
 inline std::vector<std::string> run_processes(int size, std::chrono::seconds limit,

@@ -215,6 +215,38 @@ TEST(DataLoader, EveryExampleOnceInASeedDeterminedOrder) {
   EXPECT_EQ(dropping.batches_per_epoch(), 10);
 }
 
+TEST(DataLoader, ShardsTogetherAreTheWholeBatch) {
+  Tensor x(DType::kInt64, {103, 1});
+  for (int64_t i = 0; i < 103; ++i) x.data<int64_t>()[i] = i;
+  auto data = std::make_shared<TensorDataset>(std::vector<Tensor>{x});
+  DataLoader whole(data, {.batch_size = 12, .seed = 9, .num_workers = 2});
+  std::vector<std::unique_ptr<DataLoader>> shards;
+  for (int r = 0; r < 3; ++r) {
+    shards.push_back(std::make_unique<DataLoader>(
+        data, DataLoaderOptions{.batch_size = 12, .seed = 9, .num_workers = 1 + r % 2, .shards = 3, .shard = r}));
+    EXPECT_EQ(shards.back()->batches_per_epoch(), whole.batches_per_epoch());
+    shards.back()->start_epoch(2, 1);
+  }
+  whole.start_epoch(2, 1);
+  int batches = 0;
+  while (auto batch = whole.next()) {
+    for (int r = 0; r < 3; ++r) {
+      std::optional<std::vector<Tensor>> share = shards[static_cast<size_t>(r)]->next();
+      ASSERT_TRUE(share.has_value());
+      ASSERT_EQ((*share)[0].sizes()[0], 4);
+      for (int64_t i = 0; i < 4; ++i) {
+        EXPECT_EQ((*share)[0].data<int64_t>()[i], (*batch)[0].data<int64_t>()[r * 4 + i]) << "shard " << r;
+      }
+    }
+    ++batches;
+  }
+  EXPECT_EQ(batches, 7);
+  for (auto& shard : shards) EXPECT_FALSE(shard->next().has_value());
+  EXPECT_THROW(DataLoader(data, {.batch_size = 10, .shards = 3}), Error);
+  EXPECT_THROW(DataLoader(data, {.batch_size = 12, .shards = 3, .shard = 3}), Error);
+  EXPECT_THROW(DataLoader(data, {.batch_size = 12, .drop_last = false, .shards = 3}), Error);
+}
+
 // A small classifier with dropout (so the RNG state matters), trained with Adam.
 std::unique_ptr<Graph> dropout_net(TrainingGraph& info) {
   GraphBuilder b("dropout_net", 11);

@@ -132,8 +132,10 @@ int launch(const LaunchArgs& args) {
     children[static_cast<size_t>(l)].pid = start(args, l, children[static_cast<size_t>(l)].output);
   }
   std::string failure;  // the first rank that failed, and how
+  int failed_rank = -1;
   bool stopping = false;
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  auto terminate_at = std::chrono::steady_clock::time_point::max();
   int forwarded = 0;
   auto stop_all = [&](int signal) {
     for (Child& child : children) {
@@ -180,11 +182,19 @@ int launch(const LaunchArgs& args) {
       bool failed = WIFSIGNALED(child.status) || WEXITSTATUS(child.status) != 0;
       if (failed && failure.empty() && !stopping) {
         failure = "rank " + std::to_string(child.rank) + " " + how_it_ended(child.status);
+        failed_rank = child.rank;
         std::fprintf(stderr, "launch: %s; stopping the other ranks\n", failure.c_str());
         stopping = true;
-        stop_all(SIGTERM);
-        stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        // The others first get a moment to notice (a collective with the
+        // failed rank fails at once) and say so themselves; then SIGTERM,
+        // then SIGKILL past the grace period.
+        terminate_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+        stop_deadline = terminate_at + std::chrono::seconds(10);
       }
+    }
+    if (std::chrono::steady_clock::now() > terminate_at) {
+      stop_all(SIGTERM);
+      terminate_at = std::chrono::steady_clock::time_point::max();
     }
     if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
       stop_all(SIGKILL);  // past the grace period
@@ -202,7 +212,14 @@ int launch(const LaunchArgs& args) {
   }
   ::close(wake[0]);
   ::close(wake[1]);
-  if (!failure.empty()) throw Error(ErrorKind::kCommunication, "launch: " + failure);
+  if (!failure.empty()) {
+    // How the others ended too: whether they saw the failure themselves.
+    for (const Child& child : children) {
+      if (child.rank == failed_rank) continue;
+      std::fprintf(stderr, "launch: then rank %d %s\n", child.rank, how_it_ended(child.status).c_str());
+    }
+    throw Error(ErrorKind::kCommunication, "launch: " + failure);
+  }
   if (received_signal != 0) {
     std::fprintf(stderr, "launch: stopped by signal %d\n", static_cast<int>(received_signal));
     return 128 + received_signal;

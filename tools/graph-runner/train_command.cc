@@ -5,11 +5,15 @@
 #include <iostream>
 #include <random>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/model_io.h"
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
 #include "core/type_inference.h"
+#include "distributed/gloo/gloo_world.h"
+#include "distributed/launch_environment.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/optim/lr_schedule.h"
 #include "frontend/strategy/strategy.h"
@@ -51,8 +55,37 @@ struct TrainArgs {
   std::string recompute;
   std::string memory_budget;
   int data_parallel = 1;
+  double collective_timeout = 60;
+  std::string job = "weir";
   bool print_losses = false;
 };
+
+// The world a launcher (graph-runner launch, torchrun, mpirun, srun) started
+// this process into, over Gloo; nullptr when it is a world of one.
+std::shared_ptr<World> launched_world(const TrainArgs& args) {
+  LaunchEnvironment launch = read_launch_environment(process_environment());
+  if (launch.world_size == 1) return nullptr;
+  if (args.data_parallel != 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--data-parallel " + std::to_string(args.data_parallel) + " runs ranks as threads of one process, "
+                "but this process is rank " + std::to_string(launch.rank) + " of " +
+                std::to_string(launch.world_size) + " started by " + launch.source +
+                "; a launched world is data parallel over its processes already (leave --data-parallel out)");
+  }
+  GlooWorldOptions options;
+  options.job = args.job;
+  // Peers connect to the address this rank listens on: loopback for a job
+  // on one host, else this host's name.
+  if (launch.master_addr != "127.0.0.1" && launch.master_addr != "localhost") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) == 0) options.hostname = name;
+  }
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(args.collective_timeout * 1000));
+  return make_gloo_world(launch, options);
+}
+
+// Result lines come from rank 0 only.
+bool prints_results(const std::shared_ptr<World>& world) { return world == nullptr || world->rank() == 0; }
 
 // Result lines. Losses carry 9 significant digits (a float's round trip), so
 // two runs' lines compare exactly.
@@ -81,7 +114,7 @@ Strategy strategy_of(const TrainArgs& args) {
   return strategy;
 }
 
-void report_strategy(const TrainingGraph& step, const Strategy& strategy) {
+void report_strategy(const TrainingGraph& step, const Strategy& strategy, const World* world) {
   if (strategy.amp.enabled) {
     std::printf("amp: %s, %d nodes in low precision, %d casts, %d gradient sums written in f32%s\n",
                 std::string(dtype_name(strategy.amp.dtype)).c_str(), step.amp_low_precision_nodes, step.amp_casts,
@@ -92,10 +125,14 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy) {
                 step.recompute_checkpoints.size(), step.recomputed_nodes,
                 static_cast<long long>(step.peak_bytes_before_recompute), static_cast<long long>(step.peak_bytes_after_recompute));
   }
-  if (step.ranks > 1) {
+  if (step.ranks > 1 && world != nullptr) {
+    std::printf("data parallel: %d ranks (%s), %d allreduces per step\n", step.ranks,
+                world->description().c_str(), step.allreduces);
+  } else if (step.ranks > 1) {
     std::printf("data parallel: %d ranks (threads of an in-process world, cpu:0..cpu:%d), %d allreduces per step\n",
                 step.ranks, step.ranks - 1, step.allreduces);
   }
+  if (step.ranks > 1) std::printf("bytes_communicated_per_step: %lld\n", static_cast<long long>(step.allreduce_bytes));
 }
 
 // The devices a saved graph's nodes are placed on, default first, then by
@@ -195,13 +232,15 @@ void train_graph(const TrainArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "the training graph's batch dim must be static, got " +
                                                  data_inputs[0]->type().to_string()).with_file(args.graph);
   }
-  const int ranks = args.data_parallel;
+  std::shared_ptr<World> launched = launched_world(args);
+  const int ranks = launched != nullptr ? launched->size() : args.data_parallel;
   const std::vector<Node*> nodes = graph.nodes();
   if (ranks > 1 && std::none_of(nodes.begin(), nodes.end(), [](const Node* node) { return node->op_type() == "AllReduce"; })) {
-    throw Error(ErrorKind::kInvalidArgument, "--data-parallel " + std::to_string(ranks) +
-                                                 " runs a data-parallel step program, and this graph averages no "
-                                                 "gradients (no AllReduce): its ranks would train apart; save one with "
-                                                 "train --model NAME --data-parallel N --save-training-graph FILE")
+    throw Error(ErrorKind::kInvalidArgument, std::to_string(ranks) +
+                                                 " data-parallel ranks run a data-parallel step program, and this "
+                                                 "graph averages no gradients (no AllReduce): its ranks would train "
+                                                 "apart; save one with train --model NAME --data-parallel N "
+                                                 "--save-training-graph FILE")
         .with_file(args.graph);
   }
   const int64_t batch = batch_dim.size() * ranks;
@@ -218,28 +257,38 @@ void train_graph(const TrainArgs& args) {
   }
   SessionOptions session_options;
   session_options.inter_op_threads = args.threads;
+  session_options.world = launched;
   CompileOptions compile_options;
-  compile_options.devices = devices_named_by(graph);
+  if (launched == nullptr) compile_options.devices = devices_named_by(graph);
   std::shared_ptr<const Plan> plan = compile(graph, compile_options);
   std::unique_ptr<InProcessRanks> world;
   std::unique_ptr<Session> single;
-  if (ranks > 1) {
+  if (launched == nullptr && ranks > 1) {
     world = std::make_unique<InProcessRanks>(plan, ranks, session_options);
   } else {
     single = std::make_unique<Session>(plan, session_options);
   }
   Session& session = world ? world->session(0) : *single;
+  const int local_sessions = world ? ranks : 1;
+  const bool rank0 = prints_results(launched);
   auto dataset = std::make_shared<TensorDataset>(fields);
-  DataLoader loader(dataset, {.batch_size = batch, .seed = args.seed, .num_workers = 2});
+  DataLoaderOptions loader_options{.batch_size = batch, .seed = args.seed, .num_workers = 2};
+  if (launched != nullptr) {
+    loader_options.shards = ranks;
+    loader_options.shard = launched->rank();
+  }
+  DataLoader loader(dataset, loader_options);
   TrainerOptions options;
   options.feeds = feeds;
   options.lr = LrSchedule::constant(args.lr);
   options.checkpoint = args.checkpoint;
   options.checkpoint_every = args.checkpoint_every;
+  if (!rank0) options.log = nullptr;
   Trainer trainer = world ? Trainer(*world, info, loader, options) : Trainer(session, info, loader, options);
   if (!args.resume.empty()) trainer.resume(args.resume);
-  for (int r = 0; r < ranks; ++r) (world ? world->session(r) : session).reset_peak_memory();
+  for (int r = 0; r < local_sessions; ++r) (world ? world->session(r) : session).reset_peak_memory();
   TrainStats stats = args.steps > 0 ? trainer.run_steps(args.steps) : trainer.run_epochs(args.epochs);
+  if (!rank0) return;
   if (!args.save.empty()) {
     bake_state(session, graph);
     save_model(model, args.save);
@@ -249,8 +298,9 @@ void train_graph(const TrainArgs& args) {
   std::printf("steps: %lld\n", static_cast<long long>(trainer.step()));
   std::printf("final_loss: %.9g\n", stats.last_loss);
   std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
+  if (launched != nullptr) std::printf("data parallel: %d ranks (%s)\n", ranks, launched->description().c_str());
   int64_t peak = 0;
-  for (int r = 0; r < ranks; ++r) {
+  for (int r = 0; r < local_sessions; ++r) {
     for (const DeviceMemoryStats& device : (world ? world->session(r) : session).memory_stats()) {
       peak += device.stats.peak_bytes;
     }
@@ -264,7 +314,11 @@ void train(const TrainArgs& args) {
     return;
   }
   if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "train needs --model NAME or --graph FILE");
+  std::shared_ptr<World> world = launched_world(args);
+  const bool rank0 = prints_results(world);
+  const int ranks = world != nullptr ? world->size() : args.data_parallel;
   models::ClassifierTraining options;
+  options.world = world;
   options.model = args.model;
   options.zoo.seed = args.seed;
   options.zoo.layers = args.layers;
@@ -282,9 +336,9 @@ void train(const TrainArgs& args) {
   options.checkpoint_every = args.checkpoint_every;
   options.resume = args.resume;
   options.strategy = strategy_of(args);
-  if (args.batch % args.data_parallel != 0) {
+  if (args.batch % ranks != 0) {
     throw Error(ErrorKind::kInvalidArgument, "--batch " + std::to_string(args.batch) + " does not split evenly over " +
-                                                 std::to_string(args.data_parallel) + " data-parallel ranks");
+                                                 std::to_string(ranks) + " data-parallel ranks");
   }
 
   Tensor train_x, train_y, test_x, test_y;
@@ -305,18 +359,20 @@ void train(const TrainArgs& args) {
     has_test = true;
     if (args.model.starts_with("resnet")) options.zoo.resnet_width = 16;
   }
-  if (!args.test_batch.empty()) {
+  if (!args.test_batch.empty() && rank0) {
     if (!has_test) throw Error(ErrorKind::kInvalidArgument, "--save-test-batch needs a dataset with a test set");
     int64_t n = std::min<int64_t>(16, test_x.sizes()[0]);
     write_npy(args.test_batch + "-images.npy", test_x.slice(0, n).clone());
     write_npy(args.test_batch + "-labels.npy", test_y.slice(0, n).clone());
   }
 
-  if (!args.save_training_graph.empty()) {
+  if (!args.save_training_graph.empty() && rank0) {
     // One rank's program, on its share of the batch.
     models::ClassifierGraph step =
-        models::build_classifier(args.model, args.batch / args.data_parallel, /*training=*/true, options.zoo);
-    minimize(*step.graph, step.loss, options.optimizer, options.strategy);
+        models::build_classifier(args.model, args.batch / ranks, /*training=*/true, options.zoo);
+    Strategy strategy = options.strategy;
+    strategy.data_parallel.ranks = ranks;
+    minimize(*step.graph, step.loss, options.optimizer, strategy);
     Model model;
     model.graph = std::move(step.graph);
     save_model(model, args.save_training_graph);
@@ -324,13 +380,14 @@ void train(const TrainArgs& args) {
   }
   models::ClassifierTrainingResult result = models::train_classifier(
       options, train_x, train_y, has_test ? &test_x : nullptr, has_test ? &test_y : nullptr);
+  if (!rank0) return;
   if (!args.save.empty()) {
     Model model;
     model.graph = std::move(result.inference_graph);
     save_model(model, args.save);
     std::cerr << "saved the trained model to " << args.save << "\n";
   }
-  report_strategy(result.training, options.strategy);
+  report_strategy(result.training, options.strategy, world.get());
   if (args.print_losses) print_losses(result.losses, result.total_steps - result.steps + 1);
   std::printf("steps: %lld\n", static_cast<long long>(result.total_steps));
   std::printf("final_loss: %.9g\n", result.last_loss);
@@ -373,8 +430,17 @@ void add_train_command(CLI::App& app) {
                   "this many bytes (suffix K, M, G), or fail naming the lowest reachable");
   cmd->add_option("--data-parallel", args->data_parallel,
                   "train on N ranks (threads of an in-process world, rank r on cpu:r), each running the same step "
-                  "program on batch/N examples, gradients averaged by AllReduce nodes in the graph (default 1)")
+                  "program on batch/N examples, gradients averaged by AllReduce nodes in the graph (default 1). "
+                  "Under a launcher (graph-runner launch, torchrun, mpirun, srun) the ranks are the launched "
+                  "processes instead, over Gloo, and this stays 1")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--collective-timeout", args->collective_timeout,
+                  "in a world of processes (started by graph-runner launch, torchrun, mpirun or srun): seconds the "
+                  "rendezvous and each collective may wait for the other ranks before failing (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--job", args->job,
+                  "in a world of processes: the job's namespace in the rendezvous store (default weir); jobs "
+                  "sharing a store need different names");
   cmd->add_flag("--print-losses", args->print_losses,
                 "print every step's loss ('step N loss: X', 9 significant digits) before the result lines");
   cmd->add_option("--mlp-layers", args->mlp_layers, "mlp: hidden layers (default 1)")->check(CLI::PositiveNumber);

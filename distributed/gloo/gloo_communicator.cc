@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/stream.h"
 #include "distributed/liveness_beacon.h"
 #include "distributed/tcp_store.h"
 #include "ops/comm/rank_order_reduction.h"
@@ -139,20 +140,12 @@ class GlooCommunicator final : public Communicator {
   GlooCommunicator(std::shared_ptr<GlooShared> shared, std::string prefix, int rank, std::vector<int> members)
       : shared_(std::move(shared)), prefix_(std::move(prefix)), rank_(rank), size_(static_cast<int>(members.size())),
         members_(std::move(members)) {
-    const int size = size_;
-    context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
-    context_->setTimeout(shared_->options.timeout);
-    gloo::rendezvous::PrefixStore store(prefix_, *shared_->store);
-    try {
-      context_->connectFullMesh(store, shared_->device);
-    } catch (const std::exception& e) {
-      throw Error(ErrorKind::kCommunication, "rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                                                 " could not connect its Gloo group through " +
-                                                 shared_->store_name + " (namespace '" + prefix_ +
-                                                 "') within " + std::to_string(shared_->options.timeout.count()) +
-                                                 " ms: " + e.what())
-          .with_rank(rank);
-    }
+    channels_[""] = std::make_unique<Channel>();
+    // The whole group's rendezvous happens here; the channels of other
+    // communication streams connect on their first call.
+    Channel& base = *channels_[""];
+    base.context = connect(prefix_);
+    base.connected = true;
   }
 
   int rank() const override { return rank_; }
@@ -169,6 +162,7 @@ class GlooCommunicator final : public Communicator {
       std::vector<int64_t> counts(static_cast<size_t>(size_));
       for (int r = 0; r < size_; ++r) counts[static_cast<size_t>(r)] = (r + 1) * n / size_ - r * n / size_;
       guarded("all_reduce", call, [&] {
+        Channel& ch = channel(call);
         if (n == 0) return;
         const int64_t begin = rank_ * n / size_;
         reduce_shard(input, output, begin, counts, op, call);
@@ -176,17 +170,18 @@ class GlooCommunicator final : public Communicator {
         const size_t element = dtype_size(input.dtype());
         std::vector<size_t> bytes;
         for (int64_t c : counts) bytes.push_back(static_cast<size_t>(c) * element);
-        gloo::AllgathervOptions gather(context_);
+        gloo::AllgathervOptions gather(ch.context);
         gather.setOutput(static_cast<uint8_t*>(output.raw_data()), bytes);  // this rank's shard is in place
-        gather.setTag(next_tag());
+        gather.setTag(ch.tag++);
         gather.setTimeout(timeout_of(call));
         gloo::allgatherv(gather);
       });
       return;
     }
     guarded("all_reduce", call, [&] {
+      Channel& ch = channel(call);
       if (input.num_elements() == 0) return;
-      gloo::AllreduceOptions options(context_);
+      gloo::AllreduceOptions options(ch.context);
       if (shared_->options.allreduce == GlooAllreduce::kBcube) options.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
       // Gloo splits the buffer into segments of whole elements of the type
       // it is given, and hands the reduce function element counts: give it
@@ -198,7 +193,7 @@ class GlooCommunicator final : public Communicator {
         default: set_buffers<uint64_t>(options, input, output); break;
       }
       options.setReduceFunction(reduce);
-      options.setTag(next_tag());
+      options.setTag(ch.tag++);
       options.setTimeout(timeout_of(call));
       gloo::allreduce(options);
     });
@@ -209,14 +204,15 @@ class GlooCommunicator final : public Communicator {
     check_host_output(input, output, input.sizes(), "broadcast", call);
     check_rank(root, "broadcast root");
     guarded("broadcast", call, [&] {
+      Channel& ch = channel(call);
       if (input.nbytes() == 0) return;
-      gloo::BroadcastOptions options(context_);
+      gloo::BroadcastOptions options(ch.context);
       if (rank_ == root && input.raw_data() != output.raw_data()) {
         options.setInput(static_cast<uint8_t*>(const_cast<void*>(input.raw_data())), input.nbytes());
       }
       options.setOutput(static_cast<uint8_t*>(output.raw_data()), output.nbytes());
       options.setRoot(root);
-      options.setTag(next_tag());
+      options.setTag(ch.tag++);
       options.setTimeout(timeout_of(call));
       gloo::broadcast(options);
     });
@@ -225,11 +221,12 @@ class GlooCommunicator final : public Communicator {
   void all_gather(const Tensor& input, Tensor& output, const CommCall& call) override {
     check_host_output(input, output, all_gather_sizes(input.sizes(), size_), "all_gather", call);
     guarded("all_gather", call, [&] {
+      Channel& ch = channel(call);
       if (input.nbytes() == 0) return;
-      gloo::AllgatherOptions options(context_);
+      gloo::AllgatherOptions options(ch.context);
       options.setInput(static_cast<uint8_t*>(const_cast<void*>(input.raw_data())), input.nbytes());
       options.setOutput(static_cast<uint8_t*>(output.raw_data()), output.nbytes());
-      options.setTag(next_tag());
+      options.setTag(ch.tag++);
       options.setTimeout(timeout_of(call));
       gloo::allgather(options);
     });
@@ -265,8 +262,9 @@ class GlooCommunicator final : public Communicator {
 
   void barrier(const CommCall& call) override {
     guarded("barrier", call, [&] {
-      gloo::BarrierOptions options(context_);
-      options.setTag(next_tag());
+      Channel& ch = channel(call);
+      gloo::BarrierOptions options(ch.context);
+      options.setTag(ch.tag++);
       options.setTimeout(timeout_of(call));
       gloo::barrier(options);
     });
@@ -303,7 +301,59 @@ class GlooCommunicator final : public Communicator {
   std::chrono::milliseconds timeout_of(const CommCall& call) const {
     return call.timeout.count() > 0 ? call.timeout : shared_->options.timeout;
   }
-  uint32_t next_tag() { return tag_++; }
+  // A Gloo context and what goes with it, one per communication stream:
+  // calls on one stream come one at a time, in the same order on every rank,
+  // so they share a tag counter; calls on different streams run at once,
+  // on their own contexts (Gloo needs distinct tags for concurrent calls on
+  // one context, and the order between streams differs between ranks).
+  struct Channel {
+    std::mutex connecting;
+    bool connected = false;
+    std::shared_ptr<gloo::rendezvous::Context> context;
+    uint32_t tag = 1;
+    std::map<std::string, uint64_t> p2p_counts;
+    std::vector<char> gathered;  // reduce_shard's parts, reused
+  };
+
+  std::shared_ptr<gloo::rendezvous::Context> connect(const std::string& prefix) {
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
+    context->setTimeout(shared_->options.timeout);
+    gloo::rendezvous::PrefixStore store(prefix, *shared_->store);
+    try {
+      context->connectFullMesh(store, shared_->device);
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::kCommunication, "rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                                                 " could not connect its Gloo group through " +
+                                                 shared_->store_name + " (namespace '" + prefix +
+                                                 "') within " + std::to_string(shared_->options.timeout.count()) +
+                                                 " ms: " + e.what())
+          .with_rank(rank_);
+    }
+    return context;
+  }
+
+  // The channel of the call's stream: host code and the first
+  // communication stream ("comm") share the group's first context.
+  Channel& channel(const CommCall& call) {
+    std::string key;
+    if (call.stream != nullptr && !(call.stream->id() == StreamId{StreamKind::kCommunication, 0})) {
+      key = call.stream->id().to_string();
+    }
+    Channel* found = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(channels_mutex_);
+      std::unique_ptr<Channel>& slot = channels_[key];
+      if (!slot) slot = std::make_unique<Channel>();
+      found = slot.get();
+    }
+    // Only this channel waits for its peers' rendezvous; others go on.
+    std::lock_guard<std::mutex> lock(found->connecting);
+    if (!found->connected) {
+      found->context = connect(prefix_ + "/stream/" + key);
+      found->connected = true;
+    }
+    return *found;
+  }
 
   // The reduce-scatter Debian's Gloo lacks: rank r receives part r of every
   // rank's input (parts of `counts` elements, in rank order) with Gloo's
@@ -311,6 +361,7 @@ class GlooCommunicator final : public Communicator {
   // `out_begin` on.
   void reduce_shard(const Tensor& input, Tensor& out, int64_t out_begin, const std::vector<int64_t>& counts, ReduceOp op,
                     const CommCall& call) {
+    Channel& ch = channel(call);
     const size_t element = dtype_size(input.dtype());
     const int64_t mine = counts[static_cast<size_t>(rank_)];
     char* destination = static_cast<char*>(out.raw_data()) + static_cast<size_t>(out_begin) * element;
@@ -319,17 +370,17 @@ class GlooCommunicator final : public Communicator {
       return;
     }
     // Parts from every rank; reused between calls (a group's calls come one at a time).
-    gathered_.resize(static_cast<size_t>(mine * size_) * element);
+    ch.gathered.resize(static_cast<size_t>(mine * size_) * element);
     std::vector<int64_t> send_bytes, receive_bytes(static_cast<size_t>(size_), mine * static_cast<int64_t>(element));
     for (int64_t c : counts) send_bytes.push_back(c * static_cast<int64_t>(element));
-    gloo::AlltoallvOptions exchange(context_);
+    gloo::AlltoallvOptions exchange(ch.context);
     exchange.setInput(static_cast<uint8_t*>(const_cast<void*>(input.raw_data())), send_bytes);
-    exchange.setOutput(reinterpret_cast<uint8_t*>(gathered_.data()), receive_bytes);
-    exchange.setTag(next_tag());
+    exchange.setOutput(reinterpret_cast<uint8_t*>(ch.gathered.data()), receive_bytes);
+    exchange.setTag(ch.tag++);
     exchange.setTimeout(timeout_of(call));
     gloo::alltoallv(exchange);
     std::vector<const void*> parts;
-    for (int r = 0; r < size_; ++r) parts.push_back(gathered_.data() + static_cast<size_t>(r * mine) * element);
+    for (int r = 0; r < size_; ++r) parts.push_back(ch.gathered.data() + static_cast<size_t>(r * mine) * element);
     reduce_in_rank_order(op, input.dtype(), parts, destination, static_cast<size_t>(mine));
   }
 
@@ -382,13 +433,14 @@ class GlooCommunicator final : public Communicator {
   }
 
   void point_to_point(const char* what, const Tensor& tensor, int peer, int src, int dst, const CommCall& call) {
-    std::string channel = std::to_string(src) + "->" + std::to_string(dst) + " " + call.tag;
-    const uint64_t count = p2p_counts_[channel]++;
-    // Gloo's collectives use slots whose top byte is 1-8: keep ours 0.
-    const uint64_t slot = fingerprint(channel + "#" + std::to_string(count)) & 0x00ffffffffffffffULL;
     guarded(what, call, [&] {
+      Channel& ch = channel(call);
+      std::string pair = std::to_string(src) + "->" + std::to_string(dst) + " " + call.tag;
+      const uint64_t count = ch.p2p_counts[pair]++;
+      // Gloo's collectives use slots whose top byte is 1-8: keep ours 0.
+      const uint64_t slot = fingerprint(pair + "#" + std::to_string(count)) & 0x00ffffffffffffffULL;
       if (tensor.nbytes() == 0) return;
-      auto buffer = context_->createUnboundBuffer(const_cast<void*>(tensor.raw_data()), tensor.nbytes());
+      auto buffer = ch.context->createUnboundBuffer(const_cast<void*>(tensor.raw_data()), tensor.nbytes());
       if (src == rank_) {
         buffer->send(peer, slot);
         if (!buffer->waitSend(timeout_of(call))) throw std::runtime_error("the send did not complete");
@@ -412,10 +464,8 @@ class GlooCommunicator final : public Communicator {
   std::string prefix_;
   int rank_, size_;
   std::vector<int> members_;  // by group rank: the world rank
-  std::vector<char> gathered_;  // reduce_shard's parts
-  std::shared_ptr<gloo::rendezvous::Context> context_;
-  uint32_t tag_ = 1;
-  std::map<std::string, uint64_t> p2p_counts_;
+  std::mutex channels_mutex_;
+  std::map<std::string, std::unique_ptr<Channel>> channels_;  // by stream ("" the first)
   std::mutex state_mutex_;
   std::string broken_;
   std::mutex subgroups_mutex_;

@@ -42,6 +42,7 @@ std::shared_ptr<World> make_gloo_world(const LaunchEnvironment& launch, const Gl
   group.hostname = options.hostname;
   group.timeout = options.timeout;
   group.store_directory = options.store_directory;
+  group.allreduce = options.allreduce;
   if (options.store_directory.empty()) {
     group.master_addr = launch.master_addr;
     group.master_port = launch.master_port;

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/world.h"
+#include "distributed/gloo/gloo_communicator.h"
 #include "distributed/launch_environment.h"
 
 namespace weir {
@@ -28,6 +29,7 @@ struct GlooWorldOptions {
   std::string hostname = "127.0.0.1";   // the address this rank listens on for its peers
   std::string store_directory{};        // non-empty: a FileStore there instead of the TCP store
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // rendezvous, and collectives without their own
+  GlooAllreduce allreduce = GlooAllreduce::kRankOrder;          // distributed/gloo/gloo_communicator.h
 };
 
 // Returns once every rank has connected; throws weir::Error(kCommunication)

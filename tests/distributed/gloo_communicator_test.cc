@@ -8,8 +8,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "core/error.h"
+#include "core/stream.h"
 #include "distributed/gloo/gloo_communicator.h"
 #include "ops/comm/rank_order_reduction.h"
 #include "tests/distributed/process_group.h"
@@ -198,6 +201,70 @@ TEST(GlooCommunicator, ARankThatNeverArrivesFailsTheRendezvousNamingTheStore) {
         << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  std::filesystem::remove_all(store);
+}
+
+// A host stream that only has a name: what a call's CommCall carries.
+class NamedStream final : public Stream {
+ public:
+  explicit NamedStream(StreamId id) : id_(id) {}
+  Device device() const override { return Device::cpu(); }
+  StreamId id() const override { return id_; }
+  std::shared_ptr<Event> launch(std::function<void()> work) override {
+    work();
+    return completed_event();
+  }
+  std::shared_ptr<Event> record() override { return completed_event(); }
+  void wait(std::shared_ptr<Event>) override {}
+
+ private:
+  StreamId id_;
+};
+
+// Collectives on two communication streams run at once, each stream's in
+// its own order, while the order between the streams differs between the
+// ranks (rank 1 starts its second stream first): each stream has its own
+// Gloo context, so they neither mix their tags nor wait for each other.
+TEST(GlooCommunicator, CollectivesOnDifferentStreamsRunConcurrently) {
+  std::filesystem::path store = testing::fresh_store_directory("gloo_streams");
+  std::vector<std::string> results = testing::run_processes(2, 60s, [&](int rank) {
+    std::shared_ptr<Communicator> comm = make_gloo_communicator(rank, 2, {.store_directory = store.string(), .timeout = 20s});
+    NamedStream first({StreamKind::kCommunication, 0}), second({StreamKind::kCommunication, 1});
+    std::string errors;
+    std::mutex errors_mutex;
+    auto run_stream = [&](Stream& stream, float base, int64_t count) {
+      try {
+        for (int i = 0; i < 40; ++i) {
+          std::vector<float> values(static_cast<size_t>(count), base + static_cast<float>(rank + i));
+          Tensor t = Tensor::from_vector(values, {count});
+          Tensor out(DType::kFloat32, {count});
+          comm->all_reduce(t, out, ReduceOp::kSum, {.tag = "s", .stream = &stream});
+          const float expected = 2 * (base + static_cast<float>(i)) + 1;
+          for (int64_t k = 0; k < count; ++k) {
+            if (out.data<float>()[k] != expected) throw std::runtime_error("stream " + stream.id().to_string() + " call " +
+                                                                           std::to_string(i) + ": wrong sum");
+          }
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(errors_mutex);
+        errors += e.what();
+      }
+    };
+    std::thread a, b;
+    if (rank == 0) {
+      a = std::thread(run_stream, std::ref(first), 0.0f, 1000);
+      b = std::thread(run_stream, std::ref(second), 100.0f, 37);
+    } else {
+      b = std::thread(run_stream, std::ref(second), 100.0f, 37);
+      std::this_thread::sleep_for(50ms);
+      a = std::thread(run_stream, std::ref(first), 0.0f, 1000);
+    }
+    a.join();
+    b.join();
+    if (!errors.empty()) throw std::runtime_error(errors);
+  });
+  EXPECT_EQ(results[0], "");
+  EXPECT_EQ(results[1], "");
   std::filesystem::remove_all(store);
 }
 

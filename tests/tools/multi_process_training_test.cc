@@ -290,3 +290,32 @@ TEST(MultiProcessTraining, BadWorldSettingsNameTheSetting) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// comm-bench under launch: rank 0 prints one line per size and op in the
+// documented format (the figures themselves are not checked); alone, it
+// says to run it under a launcher.
+TEST(CommBench, PrintsOneLinePerSizeUnderLaunch) {
+  for (const std::string op : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
+    ProcessResult r = run(launch(2, testing::unused_port()) + " comm-bench --op " + op +
+                          " --sizes 4K,64K --dtype bf16 --iterations 2");
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (const std::string bytes : {"4096", "65536"}) {
+      const std::string line = "[rank 0] " + op + " bytes=" + bytes + " ms=";
+      const size_t at = r.output.find(line);
+      ASSERT_NE(at, std::string::npos) << r.output;
+      const std::string rest = r.output.substr(at, r.output.find('\n', at) - at);
+      EXPECT_NE(rest.find(" algbw_GBps="), std::string::npos) << rest;
+      EXPECT_NE(rest.find(" busbw_GBps="), std::string::npos) << rest;
+    }
+    EXPECT_EQ(r.output.find("[rank 1] " + op + " bytes="), std::string::npos) << r.output;
+  }
+  testing::expect_cli_error(run(kGraphRunner + " comm-bench"), "run it under a launcher");
+  ProcessResult bad = run(launch(2, testing::unused_port()) + " comm-bench --op alltoall");
+  EXPECT_NE(bad.output.find("--op 'alltoall'"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace weir

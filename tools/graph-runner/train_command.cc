@@ -5,15 +5,11 @@
 #include <iostream>
 #include <random>
 
-#include <unistd.h>
-
 #include "core/error.h"
 #include "core/model_io.h"
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
 #include "core/type_inference.h"
-#include "distributed/gloo/gloo_world.h"
-#include "distributed/launch_environment.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/optim/lr_schedule.h"
 #include "frontend/strategy/strategy.h"
@@ -24,6 +20,7 @@
 #include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
+#include "tools/graph-runner/launched_world.h"
 
 namespace weir::tools {
 
@@ -60,28 +57,18 @@ struct TrainArgs {
   bool print_losses = false;
 };
 
-// The world a launcher (graph-runner launch, torchrun, mpirun, srun) started
-// this process into, over Gloo; nullptr when it is a world of one.
-std::shared_ptr<World> launched_world(const TrainArgs& args) {
-  LaunchEnvironment launch = read_launch_environment(process_environment());
-  if (launch.world_size == 1) return nullptr;
-  if (args.data_parallel != 1) {
+// The launched world (tools/graph-runner/launched_world.h); nullptr when
+// this process is a world of one.
+std::shared_ptr<World> world_of(const TrainArgs& args) {
+  std::shared_ptr<World> world = tools::launched_world(
+      {.job = args.job, .timeout = std::chrono::milliseconds(static_cast<int64_t>(args.collective_timeout * 1000))});
+  if (world != nullptr && args.data_parallel != 1) {
     throw Error(ErrorKind::kInvalidArgument,
                 "--data-parallel " + std::to_string(args.data_parallel) + " runs ranks as threads of one process, "
-                "but this process is rank " + std::to_string(launch.rank) + " of " +
-                std::to_string(launch.world_size) + " started by " + launch.source +
+                "but this process is " + world->description() +
                 "; a launched world is data parallel over its processes already (leave --data-parallel out)");
   }
-  GlooWorldOptions options;
-  options.job = args.job;
-  // Peers connect to the address this rank listens on: loopback for a job
-  // on one host, else this host's name.
-  if (launch.master_addr != "127.0.0.1" && launch.master_addr != "localhost") {
-    char name[256] = {};
-    if (::gethostname(name, sizeof(name) - 1) == 0) options.hostname = name;
-  }
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(args.collective_timeout * 1000));
-  return make_gloo_world(launch, options);
+  return world;
 }
 
 // Result lines come from rank 0 only.
@@ -232,7 +219,7 @@ void train_graph(const TrainArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "the training graph's batch dim must be static, got " +
                                                  data_inputs[0]->type().to_string()).with_file(args.graph);
   }
-  std::shared_ptr<World> launched = launched_world(args);
+  std::shared_ptr<World> launched = world_of(args);
   const int ranks = launched != nullptr ? launched->size() : args.data_parallel;
   const std::vector<Node*> nodes = graph.nodes();
   if (ranks > 1 && std::none_of(nodes.begin(), nodes.end(), [](const Node* node) { return node->op_type() == "AllReduce"; })) {
@@ -314,7 +301,7 @@ void train(const TrainArgs& args) {
     return;
   }
   if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "train needs --model NAME or --graph FILE");
-  std::shared_ptr<World> world = launched_world(args);
+  std::shared_ptr<World> world = world_of(args);
   const bool rank0 = prints_results(world);
   const int ranks = world != nullptr ? world->size() : args.data_parallel;
   models::ClassifierTraining options;

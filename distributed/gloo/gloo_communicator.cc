@@ -13,6 +13,8 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -523,9 +525,28 @@ void publish_beacons(GlooShared& shared, int rank, int size) {
   }
 }
 
+// Gloo writes to its sockets without MSG_NOSIGNAL: a write to a peer that
+// died raises SIGPIPE, whose default action kills this process before Gloo
+// can report the peer. Ignore it (once, and only if nobody installed a
+// handler) so the write fails with EPIPE and the collective with an error
+// naming the dead rank.
+void ignore_sigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      struct sigaction ignore {};
+      ignore.sa_handler = SIG_IGN;
+      ::sigemptyset(&ignore.sa_mask);
+      ::sigaction(SIGPIPE, &ignore, nullptr);
+    }
+  });
+}
+
 }  // namespace
 
 std::shared_ptr<Communicator> make_gloo_communicator(int rank, int size, const GlooGroupOptions& options) {
+  ignore_sigpipe();
   if (size < 1 || rank < 0 || rank >= size) {
     throw Error(ErrorKind::kInvalidArgument, "rank " + std::to_string(rank) + " is not a rank of a Gloo group of " +
                                                  std::to_string(size));

@@ -36,7 +36,9 @@
 // the job's namespace (two jobs sharing it), are refused at rendezvous.
 // After an error Gloo's context is unusable, so the communicator refuses
 // further calls, as it does after abort(). abort() cannot wake a call
-// blocked in Gloo: that call ends at its timeout.
+// blocked in Gloo: that call ends at its timeout. The first group made
+// ignores SIGPIPE (unless the process handles it), so a write to a dead
+// peer is an error, not the end of this process.
 #pragma once
 
 #include <chrono>

@@ -60,15 +60,24 @@ bool read_rank_pair(const EnvironmentVariables& env, const std::string& rank_nam
   return true;
 }
 
+// Rank 0's address and port as given in `addr_name` and `port_name`.
+std::string master_addr_of(const std::string& addr_name, const std::string& text) {
+  if (text.empty()) throw bad(addr_name + " is empty: give rank 0's host name or address");
+  return text;
+}
+
+int master_port_of(const std::string& port_name, const std::string& text) {
+  int port = parse_int(port_name, text);
+  if (port < 1 || port > 65535) throw bad(port_name + "=" + std::to_string(port) + " is not a TCP port (1-65535)");
+  return port;
+}
+
 bool read_master(const EnvironmentVariables& env, const std::string& addr_name, const std::string& port_name,
                  LaunchEnvironment& out) {
   auto pair = pair_of(env, addr_name, port_name);
   if (!pair) return false;
-  if (pair->first.empty()) throw bad(addr_name + " is empty: give rank 0's host name or address");
-  int port = parse_int(port_name, pair->second);
-  if (port < 1 || port > 65535) throw bad(port_name + "=" + std::to_string(port) + " is not a TCP port (1-65535)");
-  out.master_addr = pair->first;
-  out.master_port = port;
+  out.master_addr = master_addr_of(addr_name, pair->first);
+  out.master_port = master_port_of(port_name, pair->second);
   return true;
 }
 
@@ -83,17 +92,10 @@ bool read_master_overrides(const EnvironmentVariables& env, LaunchEnvironment& o
     const std::string addr_name = std::string(prefix) + "MASTER_ADDR", port_name = std::string(prefix) + "MASTER_PORT";
     std::optional<std::string> addr = lookup(env, addr_name), port = lookup(env, port_name);
     if (!addr && !port) continue;
-    if (addr) {
-      if (addr->empty()) throw bad(addr_name + " is empty: give rank 0's host name or address");
-      out.master_addr = *addr;
-      addr_given = true;
-    }
-    if (port) {
-      const int number = parse_int(port_name, *port);
-      if (number < 1 || number > 65535) throw bad(port_name + "=" + std::to_string(number) + " is not a TCP port (1-65535)");
-      out.master_port = number;
-      port_given = true;
-    }
+    if (addr) out.master_addr = master_addr_of(addr_name, *addr);
+    if (port) out.master_port = master_port_of(port_name, *port);
+    addr_given = addr.has_value();
+    port_given = port.has_value();
     break;
   }
   return addr_given;

@@ -1,7 +1,6 @@
 #include "distributed/tcp_store.h"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>

@@ -167,7 +167,7 @@ class GlooCommunicator final : public Communicator {
         Channel& ch = channel(call);
         if (n == 0) return;
         const int64_t begin = rank_ * n / size_;
-        reduce_shard(input, output, begin, counts, op, call);
+        reduce_shard(ch, input, output, begin, counts, op, call);
         if (size_ == 1) return;
         const size_t element = dtype_size(input.dtype());
         std::vector<size_t> bytes;
@@ -248,7 +248,7 @@ class GlooCommunicator final : public Communicator {
     const int64_t part = output.num_elements();
     guarded("reduce_scatter", call, [&] {
       if (part == 0) return;
-      reduce_shard(input, output, 0, std::vector<int64_t>(static_cast<size_t>(size_), part), op, call);
+      reduce_shard(channel(call), input, output, 0, std::vector<int64_t>(static_cast<size_t>(size_), part), op, call);
     });
   }
 
@@ -361,9 +361,8 @@ class GlooCommunicator final : public Communicator {
   // rank's input (parts of `counts` elements, in rank order) with Gloo's
   // alltoallv, and reduces them in rank order into `out` from element
   // `out_begin` on.
-  void reduce_shard(const Tensor& input, Tensor& out, int64_t out_begin, const std::vector<int64_t>& counts, ReduceOp op,
-                    const CommCall& call) {
-    Channel& ch = channel(call);
+  void reduce_shard(Channel& ch, const Tensor& input, Tensor& out, int64_t out_begin, const std::vector<int64_t>& counts,
+                    ReduceOp op, const CommCall& call) {
     const size_t element = dtype_size(input.dtype());
     const int64_t mine = counts[static_cast<size_t>(rank_)];
     char* destination = static_cast<char*>(out.raw_data()) + static_cast<size_t>(out_begin) * element;

@@ -43,29 +43,28 @@ DType parse_bench_dtype(const std::string& name) {
   throw Error(ErrorKind::kInvalidArgument, "--dtype '" + name + "': f32, bf16 or f16");
 }
 
-// The bus bandwidth factor (nccl-tests' definition) and one call of `op`.
+// One call of `op`, the bytes it counts (nccl-tests': the whole buffer) and
+// its bus bandwidth factor.
 struct Collective {
+  size_t bytes;
   double bus_factor;
   std::function<void()> call;
 };
 
-Collective collective_of(const std::string& op, Communicator& comm, Tensor& input, Tensor& output, int64_t& counted_bytes) {
+Collective collective_of(const std::string& op, Communicator& comm, Tensor& input, Tensor& output) {
   const double n = comm.size();
   if (op == "allreduce") {
-    counted_bytes = input.nbytes();
-    return {2 * (n - 1) / n, [&] { comm.all_reduce(input, output, ReduceOp::kSum, {.tag = "bench"}); }};
+    return {input.nbytes(), 2 * (n - 1) / n, [&] { comm.all_reduce(input, output, ReduceOp::kSum, {.tag = "bench"}); }};
   }
   if (op == "allgather") {
-    counted_bytes = output.nbytes();
-    return {(n - 1) / n, [&] { comm.all_gather(input, output, {.tag = "bench"}); }};
+    return {output.nbytes(), (n - 1) / n, [&] { comm.all_gather(input, output, {.tag = "bench"}); }};
   }
   if (op == "reduce_scatter") {
-    counted_bytes = input.nbytes();
-    return {(n - 1) / n, [&] { comm.reduce_scatter(input, output, ReduceOp::kSum, {.tag = "bench"}); }};
+    return {input.nbytes(), (n - 1) / n,
+            [&] { comm.reduce_scatter(input, output, ReduceOp::kSum, {.tag = "bench"}); }};
   }
   if (op == "broadcast") {
-    counted_bytes = input.nbytes();
-    return {1, [&] { comm.broadcast(input, output, 0, {.tag = "bench"}); }};
+    return {input.nbytes(), 1, [&] { comm.broadcast(input, output, 0, {.tag = "bench"}); }};
   }
   throw Error(ErrorKind::kInvalidArgument, "--op '" + op + "': allreduce, allgather, reduce_scatter or broadcast");
 }
@@ -94,16 +93,15 @@ void comm_bench(const CommBenchArgs& args) {
     Tensor input(dtype, {gathers ? count / n : count});
     Tensor output(dtype, {scatters ? count / n : count});
     std::memset(input.raw_data(), 0, static_cast<size_t>(input.nbytes()));
-    int64_t counted = 0;
-    Collective collective = collective_of(args.op, *comm, input, output, counted);
+    Collective collective = collective_of(args.op, *comm, input, output);
     for (int i = 0; i < args.warmup; ++i) collective.call();
     comm->barrier("comm-bench");
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < args.iterations; ++i) collective.call();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / args.iterations;
     if (world->rank() == 0) {
-      const double algbw = static_cast<double>(counted) / seconds / 1e9;
-      std::printf("%s bytes=%lld ms=%.3f algbw_GBps=%.3f busbw_GBps=%.3f\n", args.op.c_str(), static_cast<long long>(counted),
+      const double algbw = static_cast<double>(collective.bytes) / seconds / 1e9;
+      std::printf("%s bytes=%lld ms=%.3f algbw_GBps=%.3f busbw_GBps=%.3f\n", args.op.c_str(), static_cast<long long>(collective.bytes),
                   seconds * 1e3, algbw, algbw * collective.bus_factor);
       std::fflush(stdout);
     }

@@ -26,7 +26,6 @@ LivenessBeacon::LivenessBeacon(const std::string& host) {
   for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
-    // The backlog holds the probes; a process is probed only after a failure.
     if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
       fd_ = fd;
     } else {
@@ -44,10 +43,28 @@ LivenessBeacon::LivenessBeacon(const std::string& host) {
     throw Error(ErrorKind::kCommunication, "the liveness beacon cannot listen on '" + host + "': " + why);
   }
   address_ = host + ":" + port;
+  acceptor_ = std::thread([this] { accept_and_close(); });
 }
 
 LivenessBeacon::~LivenessBeacon() {
-  if (fd_ >= 0) ::close(fd_);
+  ::shutdown(fd_, SHUT_RDWR);  // wakes the blocked accept()
+  acceptor_.join();
+  ::close(fd_);
+}
+
+// Probes only need the connection to complete; an unaccepted one would sit
+// in the backlog, and a full backlog would make a live process look dead.
+void LivenessBeacon::accept_and_close() {
+  while (true) {
+    int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client >= 0) {
+      ::close(client);
+    } else if (errno == EINVAL || errno == EBADF) {
+      return;  // shut down
+    } else if (errno != EINTR && errno != ECONNABORTED) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of descriptors: try again
+    }
+  }
 }
 
 std::string probe_liveness(const std::string& address, std::chrono::milliseconds timeout) {

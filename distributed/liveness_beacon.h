@@ -1,9 +1,9 @@
-// A process's liveness beacon, so that a rank whose collective failed can
-// name the peers that are gone. The beacon is a listening TCP socket that
-// nobody accepts on: while the process lives, the kernel completes
-// connections to it (they wait in the backlog); when the process dies, for
-// any reason (SIGKILL included), the kernel closes the socket and
-// connections are refused. Probing needs neither Gloo, whose I/O errors
+// A process's liveness beacon, so that a rank whose collective failed or
+// stalls can name the peers that are gone. The beacon is a listening TCP
+// socket whose thread accepts each connection and closes it at once: while
+// the process lives, connections succeed; when it dies, for any reason
+// (SIGKILL included), the kernel closes the socket and connections are
+// refused. Probing needs neither Gloo, whose I/O errors
 // name a peer only by a socket address that may be an ephemeral port, nor
 // the store, which dies with rank 0.
 //
@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 namespace weir {
 
@@ -30,8 +31,11 @@ class LivenessBeacon {
   const std::string& address() const { return address_; }  // "host:port"
 
  private:
+  void accept_and_close();
+
   int fd_ = -1;
   std::string address_;
+  std::thread acceptor_;
 };
 
 // "" when a beacon listens at `address` ("host:port", as address() gives

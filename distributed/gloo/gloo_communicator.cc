@@ -12,12 +12,15 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
 
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <list>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -150,6 +153,15 @@ class GlooCommunicator final : public Communicator {
     base.connected = true;
   }
 
+  ~GlooCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(watch_mutex_);
+      stopping_ = true;
+    }
+    watch_cv_.notify_all();
+    if (watcher_.joinable()) watcher_.join();
+  }
+
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string description() const override { return "Gloo group of " + std::to_string(size_) + " (" + prefix_ + ")"; }
@@ -173,10 +185,13 @@ class GlooCommunicator final : public Communicator {
         std::vector<size_t> bytes;
         for (int64_t c : counts) bytes.push_back(static_cast<size_t>(c) * element);
         gloo::AllgathervOptions gather(ch.context);
-        gather.setOutput(static_cast<uint8_t*>(output.raw_data()), bytes);  // this rank's shard is in place
+        auto shards = ch.context->createUnboundBuffer(output.raw_data(), output.nbytes());
+        Watch watch(*this, {shards.get()});
+        gather.setOutput<uint8_t>(std::move(shards), bytes);  // this rank's shard is in place
         gather.setTag(ch.tag++);
         gather.setTimeout(timeout_of(call));
         gloo::allgatherv(gather);
+        watch.check();
       });
       return;
     }
@@ -375,14 +390,98 @@ class GlooCommunicator final : public Communicator {
     std::vector<int64_t> send_bytes, receive_bytes(static_cast<size_t>(size_), mine * static_cast<int64_t>(element));
     for (int64_t c : counts) send_bytes.push_back(c * static_cast<int64_t>(element));
     gloo::AlltoallvOptions exchange(ch.context);
-    exchange.setInput(static_cast<uint8_t*>(const_cast<void*>(input.raw_data())), send_bytes);
-    exchange.setOutput(reinterpret_cast<uint8_t*>(ch.gathered.data()), receive_bytes);
+    auto sent = ch.context->createUnboundBuffer(const_cast<void*>(input.raw_data()), input.nbytes());
+    auto received = ch.context->createUnboundBuffer(ch.gathered.data(), ch.gathered.size());
+    Watch watch(*this, {sent.get(), received.get()});
+    exchange.setInput<uint8_t>(std::move(sent), send_bytes);
+    exchange.setOutput<uint8_t>(std::move(received), receive_bytes);
     exchange.setTag(ch.tag++);
     exchange.setTimeout(timeout_of(call));
     gloo::alltoallv(exchange);
+    watch.check();
     std::vector<const void*> parts;
     for (int r = 0; r < size_; ++r) parts.push_back(ch.gathered.data() + static_cast<size_t>(r * mine) * element);
     reduce_in_rank_order(op, input.dtype(), parts, destination, static_cast<size_t>(mine));
+  }
+
+  // Gloo wakes a wait on a dead peer when it sees the connection close, but
+  // not a send of an unbound buffer still waiting for the peer's receive
+  // (Gloo 0.5; alltoallv and allgatherv use them): that waits out the
+  // timeout. So the buffers of such a call are watched: once it has lasted
+  // kWatchPeriod, a watcher thread probes the group's beacons every period,
+  // and when a rank is gone it aborts the call's waits; check() then fails
+  // the call, and guarded() names the rank.
+  static constexpr std::chrono::milliseconds kWatchPeriod{250};
+
+  struct Watched {
+    std::vector<gloo::transport::UnboundBuffer*> buffers;
+    std::chrono::steady_clock::time_point since;
+    bool aborted = false;
+  };
+
+  class Watch {
+   public:
+    Watch(GlooCommunicator& group, std::vector<gloo::transport::UnboundBuffer*> buffers) : group_(group) {
+      call_.buffers = std::move(buffers);
+      call_.since = std::chrono::steady_clock::now();
+      std::lock_guard<std::mutex> lock(group_.watch_mutex_);
+      group_.start_watcher();
+      group_.watched_.push_back(&call_);
+    }
+    ~Watch() {
+      std::lock_guard<std::mutex> lock(group_.watch_mutex_);
+      group_.watched_.remove(&call_);
+    }
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+    void check() {
+      std::lock_guard<std::mutex> lock(group_.watch_mutex_);
+      if (call_.aborted) throw std::runtime_error("its waits were aborted: a peer is gone");
+    }
+
+   private:
+    GlooCommunicator& group_;
+    Watched call_;
+  };
+
+  // Called with watch_mutex_ held.
+  void start_watcher() {
+    if (watcher_.joinable()) return;
+    watcher_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(watch_mutex_);
+      while (!stopping_) {
+        watch_cv_.wait_for(lock, kWatchPeriod);
+        const auto overdue = std::chrono::steady_clock::now() - kWatchPeriod;
+        bool any = false;
+        for (const Watched* w : watched_) any = any || w->since < overdue;
+        if (stopping_ || !any) continue;
+        lock.unlock();
+        const bool gone = !gone_peers().empty();
+        lock.lock();
+        if (!gone) continue;
+        for (Watched* w : watched_) {
+          if (w->since >= overdue) continue;
+          w->aborted = true;
+          for (gloo::transport::UnboundBuffer* buffer : w->buffers) {
+            buffer->abortWaitSend();
+            buffer->abortWaitRecv();
+          }
+        }
+      }
+    });
+  }
+
+  // The group's other ranks whose beacons refuse connections, one probe each.
+  std::string gone_peers() const {
+    std::string gone;
+    for (int member : members_) {
+      if (member == members_[static_cast<size_t>(rank_)]) continue;
+      const std::string& address = shared_->beacons.at(static_cast<size_t>(member));
+      std::string why = probe_liveness(address, std::chrono::seconds(2));
+      if (why.empty()) continue;
+      gone += (gone.empty() ? "" : ", ") + std::string("rank ") + std::to_string(member) + " (" + address + ": " + why + ")";
+    }
+    return gone;
   }
 
   // Which of the group's other ranks are gone, by their liveness beacons:
@@ -394,13 +493,7 @@ class GlooCommunicator final : public Communicator {
     // be seen closed before its beacon is, so look again for a moment.
     for (int attempt = 0; attempt < 10 && gone.empty(); ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      for (int member : members_) {
-        if (member == members_[static_cast<size_t>(rank_)]) continue;
-        const std::string& address = shared_->beacons.at(static_cast<size_t>(member));
-        std::string why = probe_liveness(address, std::chrono::seconds(2));
-        if (why.empty()) continue;
-        gone += (gone.empty() ? "" : ", ") + std::string("rank ") + std::to_string(member) + " (" + address + ": " + why + ")";
-      }
+      gone = gone_peers();
     }
     if (gone.empty()) return "every other rank still runs (one is stuck, slow, or called other collectives)";
     return "gone from the world: " + gone;
@@ -469,6 +562,11 @@ class GlooCommunicator final : public Communicator {
   std::map<std::string, std::unique_ptr<Channel>> channels_;  // by stream ("" the first)
   std::mutex state_mutex_;
   std::string broken_;
+  std::mutex watch_mutex_;
+  std::condition_variable watch_cv_;
+  std::list<Watched*> watched_;  // the calls in flight
+  bool stopping_ = false;
+  std::thread watcher_;          // started by the first watched call
   std::mutex subgroups_mutex_;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;
 };

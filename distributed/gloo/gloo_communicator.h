@@ -31,7 +31,9 @@
 // weir::Error(kCommunication) naming the call, the tag and the rank, and
 // which ranks are gone: each rank listens on a liveness beacon
 // (distributed/liveness_beacon.h) whose address it publishes at
-// rendezvous, and after an error the others probe them. Ranks that were
+// rendezvous, and after an error the others probe them (a call on unbound
+// buffers that lasts over 250 ms is probed for while it waits, since Gloo
+// does not wake a send waiting on a dead peer). Ranks that were
 // started with other world sizes, or a second process claiming a rank of
 // the job's namespace (two jobs sharing it), are refused at rendezvous.
 // After an error Gloo's context is unusable, so the communicator refuses

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/collective_group.h"
 #include "core/error.h"
 
 namespace weir {
@@ -110,25 +111,15 @@ void check_collective_ranks(const Plan& plan, int world_size, int rank) {
     auto refuse = [&](const std::string& why) {
       return Error(ErrorKind::kInvalidGraph, node.op_type() + " '" + node.name() + "': " + why).with_node(node.name());
     };
-    std::vector<int64_t> group = node.has_attr("group") ? node.attr("group").ints() : std::vector<int64_t>{};
+    const std::vector<int64_t> group = collective_group(node, rank, world_size);  // throws naming the node
+    const int64_t position = std::find(group.begin(), group.end(), rank) - group.begin();  // this rank's rank in it
     const std::string world = "a world of " + std::to_string(world_size);
-    for (int64_t member : group) {
-      if (member < 0 || member >= world_size) throw refuse("group rank " + std::to_string(member) + " is not a rank of " + world);
-    }
-    int64_t position = rank;  // this rank's rank in the node's group
-    if (!group.empty()) {
-      auto found = std::find(group.begin(), group.end(), rank);
-      if (found == group.end()) {
-        throw refuse("runs on rank " + std::to_string(rank) + ", which is not in its group [" + attribute_text(node.attr("group")).substr(1));
-      }
-      position = found - group.begin();
-    }
     if (node.has_attr("peer")) {
       int64_t peer = node.attr("peer").i();
-      int64_t size = group.empty() ? world_size : static_cast<int64_t>(group.size());
-      if (peer < 0 || peer >= size) {
+      const bool whole_world = !node.has_attr("group") || node.attr("group").ints().empty();
+      if (peer < 0 || peer >= static_cast<int64_t>(group.size())) {
         throw refuse("peer " + std::to_string(peer) + " is not a rank of " +
-                     (group.empty() ? world : "its group " + attribute_text(node.attr("group"))));
+                     (whole_world ? world : "its group " + attribute_text(node.attr("group"))));
       }
       if (peer == position) throw refuse("peer " + std::to_string(peer) + " is the rank itself");
     }

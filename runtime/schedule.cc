@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/collective_group.h"
 #include "core/error.h"
 
 namespace weir {
@@ -71,9 +72,18 @@ std::vector<Round> match_rounds(const std::vector<Node*>& base, const std::vecto
     Node* node = base[i];
     if (!is_collective(node, registry)) continue;
     int rank = rank_of(devices, *node->device());
-    std::vector<int64_t> group = group_of(node);
+    for (int64_t r : group_of(node)) {
+      if (r < 0 || r >= static_cast<int64_t>(devices.size())) {
+        throw Error(ErrorKind::kInvalidGraph, node->op_type() + " '" + node->name() + "': group rank " +
+                                                  std::to_string(r) + " is not one of the plan's " +
+                                                  std::to_string(devices.size()) + " devices")
+            .with_node(node->name());
+      }
+    }
+    // The ranks this device's call meets (core/collective_group.h; throws
+    // naming the node when the device is in none of its groups).
+    const std::vector<int64_t> group = collective_group(*node, rank, static_cast<int64_t>(devices.size()));
     auto world = [&](int64_t r) -> int64_t {
-      if (group.empty()) return r;
       if (r < 0 || r >= static_cast<int64_t>(group.size())) {
         throw Error(ErrorKind::kInvalidGraph, node->op_type() + " '" + node->name() + "': peer " +
                                                   std::to_string(r) + " is not a rank of its group [" +
@@ -82,27 +92,7 @@ std::vector<Round> match_rounds(const std::vector<Node*>& base, const std::vecto
       }
       return group[r];
     };
-    std::vector<int> expected;
-    if (group.empty()) {
-      expected.resize(devices.size());
-      std::iota(expected.begin(), expected.end(), 0);
-    } else {
-      for (int64_t r : group) {
-        if (r < 0 || r >= static_cast<int64_t>(devices.size())) {
-          throw Error(ErrorKind::kInvalidGraph, node->op_type() + " '" + node->name() + "': group rank " +
-                                                    std::to_string(r) + " is not one of the plan's " +
-                                                    std::to_string(devices.size()) + " devices")
-              .with_node(node->name());
-        }
-        expected.push_back(static_cast<int>(r));
-      }
-      if (std::find(expected.begin(), expected.end(), rank) == expected.end()) {
-        throw Error(ErrorKind::kInvalidGraph, node->op_type() + " '" + node->name() + "' runs on " +
-                                                  node->device()->to_string() + ", which is not in its group [" +
-                                                  join_ranks(group) + "]")
-            .with_node(node->name());
-      }
-    }
+    std::vector<int> expected(group.begin(), group.end());
     std::string key = "[" + join_ranks(group) + "] " + effective_tag(node);
     if (node->op_type() == "Send" || node->op_type() == "Recv") {
       int64_t peer = world(node->attr("peer").i());

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/collective_group.h"
 #include "core/error.h"
 #include "ops/dtype_sets.h"
 
@@ -17,20 +18,23 @@ class CollectiveKernel : public OpKernel {
   explicit CollectiveKernel(const Node& node) {
     tag_ = node.has_attr("tag") ? node.attr("tag").s() : "";
     if (tag_.empty()) tag_ = node.op_type();
-    if (node.has_attr("group")) {
-      for (int64_t r : node.attr("group").ints()) group_.push_back(static_cast<int>(r));
-    }
   }
 
  protected:
-  // The communicator of the node's group: the world's, or a subgroup of it.
+  // The communicator of the node's group: the world's, or a subgroup of it
+  // (core/collective_group.h). Resolved on each call: ranks of an
+  // in-process world share the plan's kernels.
   std::shared_ptr<Communicator> communicator(KernelContext& ctx) {
     Communicator* world = ctx.communicator();
     if (world == nullptr) {
       ctx.fail("needs a communicator: run it in a Session over several devices or processes");
     }
-    if (group_.empty()) return std::shared_ptr<Communicator>(std::shared_ptr<void>(), world);
-    return world->subgroup(group_);
+    if (!ctx.node().has_attr("group") || ctx.node().attr("group").ints().empty()) {
+      return std::shared_ptr<Communicator>(std::shared_ptr<void>(), world);
+    }
+    std::vector<int> group;
+    for (int64_t r : collective_group(ctx.node(), world->rank(), world->size())) group.push_back(static_cast<int>(r));
+    return world->subgroup(group);
   }
 
   // Adds the node and the rank to errors thrown by the communicator.
@@ -52,7 +56,6 @@ class CollectiveKernel : public OpKernel {
 
  private:
   std::string tag_;
-  std::vector<int> group_;
 };
 
 ReduceOp reduction_of(const Node& node) {

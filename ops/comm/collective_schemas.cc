@@ -1,5 +1,6 @@
 #include "ops/comm/collective_schemas.h"
 
+#include "core/collective_group.h"
 #include "core/communicator.h"
 #include "core/error.h"
 #include "ops/dtype_sets.h"
@@ -13,15 +14,16 @@ constexpr OpTrait kCommunicates = OpTrait::kCollective | OpTrait::kSideEffects;
 
 OpSchema& collective_attrs(OpSchema& schema) {
   return schema.attr("group", AttrType::kInts, Attribute(std::vector<int64_t>{}))
+      .attr("group_size", AttrType::kInt, Attribute(int64_t{0}))
       .attr("tag", AttrType::kString, Attribute(std::string()));
 }
 
-// The group size for inference: the size of `group`, which AllGather and
-// ReduceScatter need because their output shape depends on it.
+// The group size for inference (core/collective_group.h), which AllGather
+// and ReduceScatter need because their output shape depends on it.
 int64_t group_size_for_shape(InferenceContext& ctx) {
-  const std::vector<int64_t>& group = ctx.attr_ints("group");
-  if (group.empty()) ctx.fail("needs the 'group' attribute (the ranks taking part) to infer its output shape");
-  return static_cast<int64_t>(group.size());
+  const int64_t size = collective_group_size(ctx.node());
+  if (size == 0) ctx.fail("needs the 'group' attribute (the ranks taking part) to infer its output shape");
+  return size;
 }
 
 void check_reduction(InferenceContext& ctx) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "passes/collectives/allreduce_topology.h"
 #include "passes/collectives/data_parallel.h"
+#include "passes/collectives/gradient_buckets.h"
 #include "passes/memory/recompute.h"
 #include "passes/precision/auto_mixed_precision.h"
 #include "passes/precision/f32_gradient_accumulation.h"
@@ -89,6 +91,75 @@ class DataParallelStep final : public Pass {
   DataParallelStrategy strategy_;
 };
 
+class GradientBucketStep final : public Pass {
+ public:
+  explicit GradientBucketStep(GradientBucketOptions options) : pass_(options) {}
+  std::string name() const override { return pass_.name(); }
+  bool run(Graph& graph, PassContext& context) override {
+    bool changed = pass_.run(graph, context);
+    TrainingGraph& result = context.options<TrainingStepState>().graph;
+    result.buckets = pass_.result().buckets;
+    result.comm_moved_casts = pass_.result().moved_casts;
+    result.comm_added_casts = pass_.result().added_casts;
+    result.allreduce_bytes = pass_.result().allreduce_bytes;
+    result.allreduces = 0;
+    for (const Node* node : graph.nodes()) {
+      if (node->op_type() == "AllReduce" && node->domain().empty()) ++result.allreduces;
+    }
+    return changed;
+  }
+
+ private:
+  GradientBuckets pass_;
+};
+
+class AllreduceTopologyStep final : public Pass {
+ public:
+  explicit AllreduceTopologyStep(AllreduceTopologyOptions options) : pass_(options), options_(options) {}
+  std::string name() const override { return pass_.name(); }
+  bool run(Graph& graph, PassContext& context) override {
+    bool changed = pass_.run(graph, context);
+    TrainingGraph& result = context.options<TrainingStepState>().graph;
+    result.allreduce_rows = options_.rows;
+    result.allreduce_cols = options_.cols;
+    return changed;
+  }
+
+ private:
+  AllreduceTopology pass_;
+  AllreduceTopologyOptions options_;
+};
+
+// The rows x cols grid a hierarchical or 2-D allreduce runs on (1 x ranks:
+// flat), checked against the world.
+AllreduceTopologyOptions allreduce_grid(const GradientCommunicationStrategy& comm, int ranks) {
+  auto refuse = [](const std::string& why) { return Error(ErrorKind::kInvalidArgument, "training_pipeline: " + why); };
+  if (comm.use_hierarchical_allreduce && comm.two_d_allreduce_rows > 0) {
+    throw refuse("use_hierarchical_allreduce and two_d_allreduce_rows each choose the allreduce's topology; set one");
+  }
+  if (comm.use_hierarchical_allreduce) {
+    const int per_node = comm.hierarchical_allreduce_inter_nranks;
+    if (per_node < 1) {
+      throw refuse("use_hierarchical_allreduce needs hierarchical_allreduce_inter_nranks (ranks per node) >= 1, got " +
+                   std::to_string(per_node));
+    }
+    if (ranks % per_node != 0) {
+      throw refuse("hierarchical allreduce: " + std::to_string(ranks) + " ranks do not make whole nodes of " +
+                   std::to_string(per_node) + " (hierarchical_allreduce_inter_nranks)");
+    }
+    return {.rows = ranks / per_node, .cols = per_node};
+  }
+  if (comm.two_d_allreduce_rows > 0) {
+    if (ranks % comm.two_d_allreduce_rows != 0) {
+      throw refuse("2-D allreduce: " + std::to_string(ranks) + " ranks do not make a grid of " +
+                   std::to_string(comm.two_d_allreduce_rows) + " rows (two_d_allreduce_rows)");
+    }
+    return {.rows = comm.two_d_allreduce_rows, .cols = ranks / comm.two_d_allreduce_rows};
+  }
+  if (comm.two_d_allreduce_rows < 0) throw refuse("two_d_allreduce_rows must be positive (0: off), got " + std::to_string(comm.two_d_allreduce_rows));
+  return {.rows = 1, .cols = ranks};
+}
+
 class F32GradientStep final : public Pass {
  public:
   std::string name() const override { return pass_.name(); }
@@ -133,7 +204,37 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
     options.estimate_peak = std::move(estimate_peak);
     pipeline->add(std::make_unique<RecomputeStep>(std::move(options)));
   }
-  if (strategy.data_parallel.ranks > 1) pipeline->add(std::make_unique<DataParallelStep>(strategy.data_parallel));
+  const GradientCommunicationStrategy& comm = strategy.communication;
+  if (comm.comm_streams < 1 || comm.comm_streams > 64) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "training_pipeline: comm_streams must be 1 to 64, got " + std::to_string(comm.comm_streams));
+  }
+  if (!(comm.fuse_grad_size_in_MB > 0) || !(comm.first_bucket_MB > 0)) {
+    throw Error(ErrorKind::kInvalidArgument, "training_pipeline: fuse_grad_size_in_MB and first_bucket_MB must be "
+                                             "positive, got " + std::to_string(comm.fuse_grad_size_in_MB) + " and " +
+                                                 std::to_string(comm.first_bucket_MB));
+  }
+  if (comm.allreduce_dtype != DType::kFloat32 && comm.allreduce_dtype != DType::kFloat16 &&
+      comm.allreduce_dtype != DType::kBFloat16) {
+    throw Error(ErrorKind::kInvalidArgument, "training_pipeline: allreduce_dtype must be f32, f16 or bf16, got " +
+                                                 std::string(dtype_name(comm.allreduce_dtype)));
+  }
+  if (strategy.data_parallel.ranks > 1) {
+    pipeline->add(std::make_unique<DataParallelStep>(strategy.data_parallel));
+    const AllreduceTopologyOptions grid = allreduce_grid(comm, strategy.data_parallel.ranks);
+    const bool topology = grid.rows > 1 && grid.cols > 1;
+    if (comm.fuse_all_reduce_ops || comm.allreduce_dtype != DType::kFloat32 || comm.comm_streams > 1 || topology) {
+      constexpr double kMiB = 1024.0 * 1024.0;
+      GradientBucketOptions buckets;
+      buckets.bucket_bytes = comm.fuse_all_reduce_ops ? static_cast<int64_t>(comm.fuse_grad_size_in_MB * kMiB) : 0;
+      buckets.first_bucket_bytes = comm.fuse_all_reduce_ops ? static_cast<int64_t>(comm.first_bucket_MB * kMiB) : 0;
+      buckets.comm_streams = comm.comm_streams;
+      buckets.dtype = comm.allreduce_dtype;
+      buckets.pad_to_multiple = topology ? grid.cols : 1;
+      pipeline->add(std::make_unique<GradientBucketStep>(buckets));
+    }
+    if (topology) pipeline->add(std::make_unique<AllreduceTopologyStep>(grid));
+  }
   // Last, since it removes the gradient Casts the passes above name: their
   // producers write the f32 gradients themselves.
   if (amp.enabled) pipeline->add(std::make_unique<F32GradientStep>());

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "passes/collectives/gradient_buckets.h"
+
 namespace weir {
 
 struct TrainingGraph {
@@ -39,6 +41,15 @@ struct TrainingGraph {
   int ranks = 1;
   int allreduces = 0;
   int64_t allreduce_bytes = 0;
+  // Gradient communication (Strategy::communication): the buckets, in the
+  // order they are averaged (empty: one AllReduce per gradient), the Casts
+  // moved across and added for half-precision communication, and the grid
+  // of a hierarchical or 2-D allreduce (0 x 0: flat).
+  std::vector<GradientBucket> buckets{};
+  int comm_moved_casts = 0;
+  int comm_added_casts = 0;
+  int allreduce_rows = 0;
+  int allreduce_cols = 0;
 };
 
 // What the passes of one training pipeline hand each other, by value name

@@ -58,10 +58,36 @@ struct DataParallelStrategy {
   std::set<std::string> distributed_parameters{};
 };
 
+// How a data-parallel step communicates its gradients (passes/collectives/:
+// gradient_buckets.h, allreduce_topology.h). Field names follow Fleet's
+// DistributedStrategy where one exists; the defaults are Fleet's.
+struct GradientCommunicationStrategy {
+  // Gradients packed into flat buckets, one AllReduce each, in the order the
+  // backward pass produces them; off: one AllReduce per gradient.
+  bool fuse_all_reduce_ops = true;
+  double fuse_grad_size_in_MB = 32;   // MiB per bucket (a gradient larger than this is a bucket alone)
+  double first_bucket_MB = 1;         // the first bucket, small so communication starts early
+  int comm_streams = 1;               // buckets spread round-robin over this many communication streams
+  // The dtype the buckets are averaged in: f32, or f16/bf16 (cast before and
+  // after; half the bytes). Fleet's fp16_allreduce sets f16.
+  DType allreduce_dtype = DType::kFloat32;
+  // Hierarchical allreduce: within each node a reduce-scatter, across nodes
+  // an allreduce of each shard, within each node an allgather. Ranks per
+  // node: hierarchical_allreduce_inter_nranks (Fleet's name), 0: the world's
+  // local size (ranks on this machine).
+  bool use_hierarchical_allreduce = false;
+  int hierarchical_allreduce_inter_nranks = 0;
+  // 2-D allreduce over a rows × cols grid of ranks (rank = row * cols + col):
+  // reduce-scatter along rows, allreduce along columns, allgather along
+  // rows. 0: off.
+  int two_d_allreduce_rows = 0;
+};
+
 struct Strategy {
   AmpStrategy amp{};
   RecomputeStrategy recompute{};
   DataParallelStrategy data_parallel{};
+  GradientCommunicationStrategy communication{};
 };
 
 }  // namespace weir

@@ -4,6 +4,8 @@
 // pipeline's after-pass hook with a verified graph.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
@@ -32,7 +34,18 @@ TEST(TrainingPipeline, TheStrategyChoosesThePassesInOrder) {
   EXPECT_EQ(pass_names_of(*training_pipeline(everything, {.kind = OptimizerKind::kAdam, .clip_global_norm = 1.0})),
             (std::vector<std::string>{"auto_mixed_precision", "scale_loss", "differentiate", "unscale_gradients",
                                       "clip_gradients", "optimizer_updates", "recompute", "data_parallel",
-                                      "f32_gradient_accumulation"}));
+                                      "gradient_buckets", "f32_gradient_accumulation"}));
+  everything.communication.fuse_all_reduce_ops = false;  // one AllReduce per gradient
+  everything.communication.two_d_allreduce_rows = 2;
+  everything.data_parallel.ranks = 4;
+  EXPECT_EQ(pass_names_of(*training_pipeline(everything, {.kind = OptimizerKind::kAdam})),
+            (std::vector<std::string>{"auto_mixed_precision", "scale_loss", "differentiate", "unscale_gradients",
+                                      "optimizer_updates", "recompute", "data_parallel", "gradient_buckets",
+                                      "allreduce_topology", "f32_gradient_accumulation"}));
+  everything.communication.two_d_allreduce_rows = 0;
+  EXPECT_EQ(pass_names_of(*training_pipeline(everything, {.kind = OptimizerKind::kAdam})),
+            (std::vector<std::string>{"auto_mixed_precision", "scale_loss", "differentiate", "unscale_gradients",
+                                      "optimizer_updates", "recompute", "data_parallel", "f32_gradient_accumulation"}));
 }
 
 TEST(TrainingPipeline, PassesReportThroughTheContext) {
@@ -59,7 +72,11 @@ TEST(TrainingPipeline, PassesReportThroughTheContext) {
   EXPECT_EQ(result.parameters.size(), 8u);  // LeNet: two convs and two dense layers, weight and bias each
   EXPECT_EQ(step.raw_gradients.size(), result.parameters.size());
   EXPECT_EQ(result.ranks, 2);
-  EXPECT_EQ(result.allreduces, 9);  // eight gradients and the loss
+  // The eight gradients in buckets, one AllReduce each, and the loss's.
+  size_t bucketed = 0;
+  for (const GradientBucket& bucket : result.buckets) bucketed += bucket.values.size();
+  EXPECT_EQ(bucketed, 8u);
+  EXPECT_EQ(result.allreduces, static_cast<int>(result.buckets.size()) + 1);
   EXPECT_EQ(result.amp_f32_gradient_sums, 8);
   EXPECT_EQ(result.step_input, "step");
   EXPECT_EQ(lenet.graph->outputs().front()->name(), lenet.loss);
@@ -77,6 +94,35 @@ TEST(TrainingPipeline, StrategiesThatCannotBeBuiltAreRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("at least 1 rank, got 0"), std::string::npos) << e.what();
   }
+  // Gradient communication that cannot be built, each named.
+  auto refusal = [](const std::function<void(Strategy&)>& set) {
+    Strategy strategy;
+    strategy.data_parallel.ranks = 4;
+    set(strategy);
+    try {
+      training_pipeline(strategy, {});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal([](Strategy& s) {
+              s.communication.use_hierarchical_allreduce = true;
+              s.communication.hierarchical_allreduce_inter_nranks = 2;
+              s.communication.two_d_allreduce_rows = 2;
+            }).find("use_hierarchical_allreduce and two_d_allreduce_rows"),
+            std::string::npos);
+  EXPECT_NE(refusal([](Strategy& s) { s.communication.two_d_allreduce_rows = 3; }).find("4 ranks do not make a grid of 3 rows"),
+            std::string::npos);
+  EXPECT_NE(refusal([](Strategy& s) {
+              s.communication.use_hierarchical_allreduce = true;
+              s.communication.hierarchical_allreduce_inter_nranks = 3;
+            }).find("do not make whole nodes of 3"),
+            std::string::npos);
+  EXPECT_NE(refusal([](Strategy& s) { s.communication.comm_streams = 0; }).find("comm_streams must be 1 to 64, got 0"),
+            std::string::npos);
+  EXPECT_NE(refusal([](Strategy& s) { s.communication.allreduce_dtype = DType::kInt8; }).find("allreduce_dtype must be"),
+            std::string::npos);
   // A loss that reaches no parameter: differentiate says so.
   Graph g("no_params");
   Value* x = g.add_input("x", {DType::kFloat32, Shape{}});

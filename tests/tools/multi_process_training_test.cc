@@ -21,45 +21,20 @@
 #include "frontend/data/npy.h"
 #include "tests/distributed/process_group.h"
 #include "tests/tools/process_util.h"
+#include "tests/tools/training_runs.h"
 
 namespace weir {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::expect_close;
+using testing::launch;
+using testing::losses_of;
 using testing::ProcessResult;
 
 const std::string kGraphRunner = WEIR_GRAPH_RUNNER;
 
 ProcessResult run(const std::string& command) { return testing::run_command(command); }
-
-// The "step N loss: X" values rank 0 printed (with or without launch's prefix), as printed.
-std::vector<std::string> losses_of(const ProcessResult& r) {
-  std::vector<std::string> losses;
-  std::istringstream lines(r.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("[rank 0] ", 0) == 0) line = line.substr(9);
-    if (line.rfind("step ", 0) != 0) continue;
-    const size_t colon = line.find(" loss: ");
-    if (colon != std::string::npos) losses.push_back(line.substr(colon + 7));
-  }
-  return losses;
-}
-
-void expect_close(const std::vector<std::string>& got, const std::vector<std::string>& want, double relative,
-                  const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double a = std::stod(got[i]), b = std::stod(want[i]);
-    EXPECT_LE(std::fabs(a - b), relative * std::fabs(b)) << what << ", step " << i + 1 << ": " << got[i] << " vs " << want[i];
-  }
-}
-
-// graph-runner launch of `program` on N processes, its store on a free port.
-std::string launch(int processes, int port, const std::string& program = kGraphRunner) {
-  return kGraphRunner + " launch -n " + std::to_string(processes) + " --master-port " + std::to_string(port) + " -- " +
-         program;
-}
 
 // 2 and 4 processes train LeNet and an MLP to the losses of one process on
 // the whole batch (the same examples, summed in another order) and, bit

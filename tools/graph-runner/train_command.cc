@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <set>
 
 #include "core/error.h"
 #include "core/model_io.h"
@@ -13,6 +14,7 @@
 #include "frontend/data/data_loader.h"
 #include "frontend/optim/lr_schedule.h"
 #include "frontend/strategy/strategy.h"
+#include "frontend/strategy/strategy_file.h"
 #include "frontend/train/trainer.h"
 #include "models/train_classifier.h"
 #include "passes/precision/auto_mixed_precision.h"
@@ -51,6 +53,8 @@ struct TrainArgs {
   std::string amp;
   std::string recompute;
   std::string memory_budget;
+  std::string strategy_file;
+  int64_t image_size = 0;
   int data_parallel = 1;
   double collective_timeout = 60;
   std::string job = "weir";
@@ -98,7 +102,24 @@ Strategy strategy_of(const TrainArgs& args) {
     }
   }
   strategy.data_parallel.ranks = args.data_parallel;
+  if (!args.strategy_file.empty()) strategy = read_strategy_file(args.strategy_file, strategy);
   return strategy;
+}
+
+// The world's nodes, for a hierarchical allreduce that leaves the ranks per
+// node to the launcher: the launched world's local size; an in-process
+// world is one node.
+void resolve_ranks_per_node(Strategy& strategy, const World* world, int ranks) {
+  GradientCommunicationStrategy& comm = strategy.communication;
+  if (comm.use_hierarchical_allreduce && comm.hierarchical_allreduce_inter_nranks == 0) {
+    comm.hierarchical_allreduce_inter_nranks = world != nullptr ? world->local_size() : ranks;
+  }
+}
+
+std::string mib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
 }
 
 void report_strategy(const TrainingGraph& step, const Strategy& strategy, const World* world) {
@@ -118,6 +139,23 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy, const 
   } else if (step.ranks > 1) {
     std::printf("data parallel: %d ranks (threads of an in-process world, cpu:0..cpu:%d), %d allreduces per step\n",
                 step.ranks, step.ranks - 1, step.allreduces);
+  }
+  if (!step.buckets.empty()) {
+    std::set<std::string> streams;
+    std::string sizes;
+    for (const GradientBucket& bucket : step.buckets) {
+      streams.insert(bucket.stream);
+      sizes += (sizes.empty() ? "" : ", ") + mib(bucket.bytes());
+    }
+    std::printf("gradient buckets: %zu (%s), %s, %zu communication stream%s", step.buckets.size(), sizes.c_str(),
+                std::string(dtype_name(step.buckets.front().dtype)).c_str(), streams.size(), streams.size() == 1 ? "" : "s");
+    if (step.comm_moved_casts > 0) std::printf(", %d AMP casts moved across the allreduce", step.comm_moved_casts);
+    std::printf("\n");
+  }
+  if (step.allreduce_rows > 1 && step.allreduce_cols > 1) {
+    std::printf("allreduce topology: %s, %d x %d (reduce-scatter in each group of %d, allreduce across %d, allgather)\n",
+                strategy.communication.use_hierarchical_allreduce ? "hierarchical" : "2-D", step.allreduce_rows,
+                step.allreduce_cols, step.allreduce_cols, step.allreduce_rows);
   }
   if (step.ranks > 1) std::printf("bytes_communicated_per_step: %lld\n", static_cast<long long>(step.allreduce_bytes));
 }
@@ -188,8 +226,10 @@ std::vector<Tensor> synthetic_fields(const std::vector<const Value*>& inputs, in
 // (saved by train --model --data-parallel --save-training-graph), and N
 // ranks run it, each on its share of batches N times its batch.
 void train_graph(const TrainArgs& args) {
-  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, "--amp, --recompute and --memory-budget rewrite the training graph as it "
+  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty() || !args.strategy_file.empty() ||
+      args.image_size > 0) {
+    throw Error(ErrorKind::kInvalidArgument, "--amp, --recompute, --memory-budget, --strategy and --image-size shape "
+                                             "the training graph as it "
                                              "is built; use them with --model (and --save-training-graph to keep the "
                                              "result), not with --graph");
   }
@@ -311,6 +351,13 @@ void train(const TrainArgs& args) {
   options.zoo.layers = args.layers;
   options.zoo.mlp_layers = args.mlp_layers;
   options.zoo.mlp_width = args.mlp_width;
+  if (args.image_size > 0) {
+    if (args.data != "synthetic") {
+      throw Error(ErrorKind::kInvalidArgument, "--image-size " + std::to_string(args.image_size) +
+                                                   " goes with --data synthetic (Fashion-MNIST's images are 28x28)");
+    }
+    options.zoo.image_size = args.image_size;
+  }
   options.batch = args.batch;
   options.epochs = args.epochs;
   options.steps = args.steps;
@@ -323,6 +370,7 @@ void train(const TrainArgs& args) {
   options.checkpoint_every = args.checkpoint_every;
   options.resume = args.resume;
   options.strategy = strategy_of(args);
+  resolve_ranks_per_node(options.strategy, world.get(), ranks);
   if (args.batch % ranks != 0) {
     throw Error(ErrorKind::kInvalidArgument, "--batch " + std::to_string(args.batch) + " does not split evenly over " +
                                                  std::to_string(ranks) + " data-parallel ranks");
@@ -415,6 +463,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--memory-budget", args->memory_budget,
                   "with --recompute auto: keep the estimated peak (arena, parameters, optimizer state, data) under "
                   "this many bytes (suffix K, M, G), or fail naming the lowest reachable");
+  cmd->add_option("--strategy", args->strategy_file,
+                  "a JSON strategy file (Fleet's DistributedStrategy field names): amp, recompute, and data-parallel "
+                  "gradient communication (fuse_all_reduce_ops, fuse_grad_size_in_MB, first_bucket_MB, comm_streams, "
+                  "fp16_allreduce, allreduce_dtype, use_hierarchical_allreduce, hierarchical_allreduce_inter_nranks, "
+                  "two_d_allreduce_rows); its fields override --amp and --recompute. Every field and its default: "
+                  "docs/training.md");
+  cmd->add_option("--image-size", args->image_size,
+                  "with --data synthetic: the image models' input side, N x N (default 28)")
+      ->check(CLI::Range(int64_t{8}, int64_t{1024}));
   cmd->add_option("--data-parallel", args->data_parallel,
                   "train on N ranks (threads of an in-process world, rank r on cpu:r), each running the same step "
                   "program on batch/N examples, gradients averaged by AllReduce nodes in the graph (default 1). "

@@ -1,0 +1,180 @@
+#include "frontend/strategy/strategy_file.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include <string_view>
+
+#include "core/error.h"
+#include "core/regular_file.h"
+#include "frontend/strategy/strategy.h"
+#include "frontend/strategy/strategy_file.pb.h"
+
+namespace weir {
+
+namespace {
+
+constexpr size_t kMaxStrategyBytes = 1 << 20;
+
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  [[noreturn]] void refuse(ErrorKind kind, const std::string& field, const std::string& why) const {
+    throw Error(kind, "strategy file '" + source_ + "': " + field + " " + why).with_file(source_);
+  }
+
+  DType amp_dtype(const std::string& text) const {
+    if (text == "bf16" || text == "bfloat16") return DType::kBFloat16;
+    if (text == "fp16" || text == "f16" || text == "float16") return DType::kFloat16;
+    refuse(ErrorKind::kInvalidArgument, "amp_configs.dtype", "is '" + text + "'; expected bf16 or fp16");
+  }
+
+  DType allreduce_dtype(const std::string& text) const {
+    if (text == "f32" || text == "fp32" || text == "float32") return DType::kFloat32;
+    if (text == "f16" || text == "fp16" || text == "float16") return DType::kFloat16;
+    if (text == "bf16" || text == "bfloat16") return DType::kBFloat16;
+    refuse(ErrorKind::kInvalidArgument, "allreduce_dtype", "is '" + text + "'; expected f32, f16 or bf16");
+  }
+
+  void positive(const char* field, double value) const {
+    if (!(value > 0)) refuse(ErrorKind::kInvalidArgument, field, "must be positive, got " + std::to_string(value));
+  }
+
+  Strategy apply(const strategy_file::DistributedStrategy& file, Strategy strategy) const {
+    if (file.has_amp()) strategy.amp.enabled = file.amp();
+    if (file.has_amp_configs()) {
+      const strategy_file::AmpConfigs& amp = file.amp_configs();
+      if (amp.has_dtype()) strategy.amp.dtype = amp_dtype(amp.dtype());
+      for (const std::string& op : amp.custom_white_list()) strategy.amp.allow.insert(op);
+      for (const std::string& op : amp.custom_black_list()) strategy.amp.deny.insert(op);
+      if (amp.has_use_dynamic_loss_scaling()) {
+        strategy.amp.loss_scaling = amp.use_dynamic_loss_scaling() ? AmpStrategy::LossScaling::kOn : AmpStrategy::LossScaling::kOff;
+      }
+      if (amp.has_init_loss_scaling()) {
+        positive("amp_configs.init_loss_scaling", amp.init_loss_scaling());
+        strategy.amp.initial_scale = amp.init_loss_scaling();
+      }
+      if (amp.has_incr_every_n_steps()) {
+        positive("amp_configs.incr_every_n_steps", static_cast<double>(amp.incr_every_n_steps()));
+        strategy.amp.growth_interval = amp.incr_every_n_steps();
+      }
+      if (amp.has_incr_ratio()) {
+        if (!(amp.incr_ratio() > 1)) refuse(ErrorKind::kInvalidArgument, "amp_configs.incr_ratio", "must be above 1");
+        strategy.amp.growth_factor = amp.incr_ratio();
+      }
+      if (amp.has_decr_ratio()) {
+        if (!(amp.decr_ratio() > 0 && amp.decr_ratio() < 1)) {
+          refuse(ErrorKind::kInvalidArgument, "amp_configs.decr_ratio", "must be between 0 and 1");
+        }
+        strategy.amp.backoff_factor = amp.decr_ratio();
+      }
+    }
+    if (file.has_recompute()) {
+      strategy.recompute.mode = !file.recompute()                                   ? RecomputeMode::kOff
+                                : file.recompute_configs().checkpoints().empty() ? RecomputeMode::kAuto
+                                                                                  : RecomputeMode::kCheckpoints;
+      strategy.recompute.checkpoints.assign(file.recompute_configs().checkpoints().begin(),
+                                            file.recompute_configs().checkpoints().end());
+    }
+    if (file.recompute_configs().has_memory_budget()) {
+      try {
+        strategy.recompute.memory_budget = parse_byte_size(file.recompute_configs().memory_budget());
+      } catch (const Error& error) {
+        refuse(ErrorKind::kInvalidArgument, "recompute_configs.memory_budget", error.message());
+      }
+    }
+
+    GradientCommunicationStrategy& comm = strategy.communication;
+    if (file.has_fuse_all_reduce_ops()) comm.fuse_all_reduce_ops = file.fuse_all_reduce_ops();
+    if (file.has_fuse_grad_size_in_mb()) {
+      positive("fuse_grad_size_in_MB", file.fuse_grad_size_in_mb());
+      comm.fuse_grad_size_in_MB = file.fuse_grad_size_in_mb();
+    }
+    if (file.has_first_bucket_mb()) {
+      positive("first_bucket_MB", file.first_bucket_mb());
+      comm.first_bucket_MB = file.first_bucket_mb();
+    }
+    if (file.has_comm_streams() && file.has_nccl_comm_num() && file.comm_streams() != file.nccl_comm_num()) {
+      refuse(ErrorKind::kInvalidArgument, "comm_streams", "and nccl_comm_num name the same setting and differ (" +
+                                                              std::to_string(file.comm_streams()) + " and " +
+                                                              std::to_string(file.nccl_comm_num()) + ")");
+    }
+    if (file.has_comm_streams() || file.has_nccl_comm_num()) {
+      const int streams = file.has_comm_streams() ? file.comm_streams() : file.nccl_comm_num();
+      if (streams < 1 || streams > 64) {
+        refuse(ErrorKind::kInvalidArgument, file.has_comm_streams() ? "comm_streams" : "nccl_comm_num",
+               "must be 1 to 64, got " + std::to_string(streams));
+      }
+      comm.comm_streams = streams;
+    }
+    if (file.has_fp16_allreduce() && file.has_allreduce_dtype() && file.fp16_allreduce() &&
+        allreduce_dtype(file.allreduce_dtype()) != DType::kFloat16) {
+      refuse(ErrorKind::kInvalidArgument, "fp16_allreduce",
+             "is true but allreduce_dtype is '" + file.allreduce_dtype() + "'; set one of them");
+    }
+    if (file.has_fp16_allreduce()) comm.allreduce_dtype = file.fp16_allreduce() ? DType::kFloat16 : DType::kFloat32;
+    if (file.has_allreduce_dtype()) comm.allreduce_dtype = allreduce_dtype(file.allreduce_dtype());
+    if (file.has_use_hierarchical_allreduce()) comm.use_hierarchical_allreduce = file.use_hierarchical_allreduce();
+    if (file.has_hierarchical_allreduce_inter_nranks()) {
+      if (file.hierarchical_allreduce_inter_nranks() < 1) {
+        refuse(ErrorKind::kInvalidArgument, "hierarchical_allreduce_inter_nranks",
+               "(ranks per node) must be at least 1, got " + std::to_string(file.hierarchical_allreduce_inter_nranks()));
+      }
+      comm.hierarchical_allreduce_inter_nranks = file.hierarchical_allreduce_inter_nranks();
+    }
+    if (file.has_two_d_allreduce_rows()) {
+      if (file.two_d_allreduce_rows() < 0) {
+        refuse(ErrorKind::kInvalidArgument, "two_d_allreduce_rows",
+               "must be at least 1 (0: off), got " + std::to_string(file.two_d_allreduce_rows()));
+      }
+      comm.two_d_allreduce_rows = file.two_d_allreduce_rows();
+    }
+    if (comm.use_hierarchical_allreduce && comm.two_d_allreduce_rows > 0) {
+      refuse(ErrorKind::kInvalidArgument, "use_hierarchical_allreduce",
+             "and two_d_allreduce_rows each choose the allreduce's topology; set one");
+    }
+    if (file.gradient_merge() || file.has_gradient_merge_configs()) {
+      refuse(ErrorKind::kUnsupported, "gradient_merge", "is not implemented in this build yet (remove it, or set it to false)");
+    }
+    return strategy;
+  }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
+Strategy parse_strategy_json(const std::string& json, const std::string& source, const Strategy& base) {
+  strategy_file::DistributedStrategy file;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &file, options);
+  if (!status.ok()) {
+    throw Error(ErrorKind::kFormat, "strategy file '" + source + "': " + std::string(status.message()) +
+                                        " (docs/training.md lists the fields a strategy file may set)")
+        .with_file(source);
+  }
+  return Reader(source).apply(file, base);
+}
+
+Strategy read_strategy_file(const std::string& path, const Strategy& base) {
+  RegularFile file = open_regular_file(path);
+  if (!file) throw Error(ErrorKind::kIo, "cannot read the strategy file '" + path + "': " + file.why).with_file(path);
+  if (file.size > kMaxStrategyBytes) {
+    throw Error(ErrorKind::kFormat, "the strategy file '" + path + "' is " + std::to_string(file.size) +
+                                        " bytes; a strategy is a small JSON object (at most 1 MiB)")
+        .with_file(path);
+  }
+  std::string text(static_cast<size_t>(file.size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t got = ::pread(file.fd(), text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (got <= 0) throw Error(ErrorKind::kIo, "cannot read the strategy file '" + path + "'").with_file(path);
+    done += static_cast<size_t>(got);
+  }
+  return parse_strategy_json(text, path, base);
+}
+
+}  // namespace weir

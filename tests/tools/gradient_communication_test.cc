@@ -26,7 +26,7 @@ using testing::losses_of;
 using testing::ProcessResult;
 
 constexpr const char* kTrain =
-    " train --model mlp --mlp-width 128 --data synthetic --steps 50 --batch 16 --optimizer momentum --lr 0.01 --print-losses";
+    " train --model mlp --mlp-layers 2 --mlp-width 128 --data synthetic --steps 50 --batch 16 --optimizer momentum --lr 0.01 --print-losses";
 
 struct TrainingRun {
   std::vector<std::string> losses;
@@ -47,9 +47,10 @@ TrainingRun train(const testing::ScratchDir& dir, int processes, const std::stri
   return run;
 }
 
-// The MLP's gradients (100,480 + 128 + 1,280 + 10 floats) in buckets of 64
-// KiB after a first of 16 KiB: several buckets, so streams take turns.
-constexpr const char* kBuckets = R"("fuse_grad_size_in_MB": 0.0625, "first_bucket_MB": 0.015625)";
+// The MLP's gradients, as the backward pass produces them (fc3: 10 + 1,280
+// floats, fc2: 128 + 16,384, fc1: 128 + 100,352), in buckets of 64 KiB
+// after a first of 4 KiB: {fc3}, {fc2}, {fc1}, so streams take turns.
+constexpr const char* kBuckets = R"("fuse_grad_size_in_MB": 0.0625, "first_bucket_MB": 0.00390625)";
 
 TEST(GradientCommunication, RewritesOnTwoAndFourProcessesMatchOneAllReducePerGradient) {
   testing::ScratchDir dir;
@@ -73,6 +74,7 @@ TEST(GradientCommunication, RewritesOnTwoAndFourProcessesMatchOneAllReducePerGra
       if (name.starts_with("buckets")) {
         EXPECT_EQ(run.losses, reference.losses) << name << world;
       }
+      EXPECT_NE(run.output.find("gradient buckets: 3 ("), std::string::npos) << run.output;
       EXPECT_EQ(run.bytes, reference.bytes) << name << world;
       if (name.starts_with("hierarchical") || name.starts_with("2-D")) {
         EXPECT_NE(run.output.find("allreduce topology: " + std::string(name.starts_with("2-D") ? "2-D" : "hierarchical") +
@@ -92,9 +94,47 @@ TEST(GradientCommunication, RewritesOnTwoAndFourProcessesMatchOneAllReducePerGra
       // drift by tens of percent.
       expect_close(run.losses, reference.losses, name == "bf16" ? 2e-2 : 1e-3, name + " communication" + world);
       EXPECT_EQ((run.bytes - 4) * 2, reference.bytes - 4) << name << world << ": the gradients' bytes halve (the loss's 4 stay)";
-      EXPECT_NE(run.output.find(", " + name + ", 1 communication stream"), std::string::npos) << run.output;
+      EXPECT_NE(run.output.find("gradient buckets: 1 (0.226 MiB), " + name + ", 1 communication stream"), std::string::npos)
+          << run.output;
     }
   }
+}
+
+// inspect lists every collective of a saved data-parallel step: the
+// buckets, their bytes, streams and subgroups.
+TEST(GradientCommunication, InspectListsTheBuckets) {
+  testing::ScratchDir dir;
+  std::ofstream(dir / "s.json") << std::string("{") + kBuckets + R"(, "comm_streams": 2, "two_d_allreduce_rows": 2})";
+  const std::string step = (dir / "step.weir").string();
+  ProcessResult trained = testing::run_graph_runner("train --model mlp --mlp-layers 2 --mlp-width 128 --data synthetic --steps 1 --batch 8 "
+                                                    "--data-parallel 4 --strategy " + (dir / "s.json").string() +
+                                                    " --save-training-graph " + step);
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_NE(trained.output.find("gradient buckets: "), std::string::npos) << trained.output;
+  ProcessResult inspected = testing::run_graph_runner("inspect " + step);
+  ASSERT_EQ(inspected.status, 0) << inspected.output;
+  EXPECT_NE(inspected.output.find("collective AllReduce 'dp/loss': f32[], 4 bytes, stream comm"), std::string::npos)
+      << inspected.output;
+  EXPECT_NE(inspected.output.find("collective ReduceScatter 'dp/bucket0/row_reduce_scatter': f32["), std::string::npos)
+      << inspected.output;
+  EXPECT_NE(inspected.output.find("stream comm:1, group [0,1,2,3] in groups of 2"), std::string::npos) << inspected.output;
+  EXPECT_NE(inspected.output.find("'dp/bucket1/column_allreduce'"), std::string::npos) << inspected.output;
+  EXPECT_NE(inspected.output.find("group [0,2,1,3] in groups of 2"), std::string::npos) << inspected.output;
+}
+
+// --image-size builds the zoo's image models at N x N (synthetic data only).
+TEST(GradientCommunication, ImageSizeSetsTheInputSide) {
+  ProcessResult r = testing::run_graph_runner("train --model lenet --image-size 32 --data synthetic --steps 1 --batch 4");
+  EXPECT_EQ(r.status, 0) << r.output;
+  testing::expect_cli_error(testing::run_graph_runner("train --model lenet --image-size 32 --steps 1"),
+                            "--image-size 32 goes with --data synthetic");
+  testing::ScratchDir dir;
+  const std::string step = (dir / "lenet32.weir").string();
+  ASSERT_EQ(testing::run_graph_runner("train --model lenet --image-size 32 --data synthetic --steps 1 --batch 4 "
+                                      "--save-training-graph " + step).status,
+            0);
+  ProcessResult inspected = testing::run_graph_runner("inspect " + step);
+  EXPECT_NE(inspected.output.find("input  x: f32[4,1,32,32]"), std::string::npos) << inspected.output;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/collective_group.h"
 #include "core/type_inference.h"
 #include "runtime/plan.h"
 #include "tools/graph-runner/model_loading.h"
@@ -104,6 +105,40 @@ std::string graphviz(const Graph& graph) {
   return dot.str();
 }
 
+// One line per collective, in the order the step runs them: what it
+// exchanges, on which stream and among which ranks. A gradient bucket
+// (passes/collectives/gradient_buckets.h) also says how many values it packs.
+void print_collectives(const Graph& graph, const OpRegistry& registry) {
+  for (const Node* node : graph.topological_order()) {
+    const OpSchema* schema = registry.find(node->op_type(), node->domain());
+    if (schema == nullptr || !schema->has(OpTrait::kCollective)) continue;
+    const std::string tag = node->has_attr("tag") && !node->attr("tag").s().empty() ? node->attr("tag").s() : node->name();
+    std::printf("collective %s '%s'", node->op_type().c_str(), tag.c_str());
+    if (node->num_inputs() > 0 && node->input(0) != nullptr) {
+      const Value* input = node->input(0);
+      std::printf(": %s", input->type().to_string().c_str());
+      if (input->shape().is_static()) {
+        std::printf(", %lld bytes", static_cast<long long>(input->shape().num_elements() *
+                                                          static_cast<int64_t>(dtype_size(input->dtype()))));
+      }
+      const Node* pack = input->producer();
+      if (tag.starts_with("dp/bucket") && pack != nullptr && pack->op_type() == "Cast") pack = pack->input(0)->producer();
+      if (tag.starts_with("dp/bucket") && pack != nullptr && pack->op_type() == "Concat") {
+        std::printf(", a bucket of %zu values", pack->num_inputs());
+      }
+    }
+    std::printf(", stream %s", node->stream().empty() ? "comm" : node->stream().c_str());
+    if (node->has_attr("group") && !node->attr("group").ints().empty()) {
+      std::string ranks;
+      for (int64_t r : node->attr("group").ints()) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+      const int64_t size = collective_group_size(*node);
+      std::printf(", group [%s]", ranks.c_str());
+      if (size < static_cast<int64_t>(node->attr("group").ints().size())) std::printf(" in groups of %lld", static_cast<long long>(size));
+    }
+    std::printf("\n");
+  }
+}
+
 void inspect(const InspectArgs& args) {
   std::unique_ptr<OpSet> op_set = make_op_set(args.plugins);
   std::shared_ptr<const Plan> plan = load_runnable(args.model, *op_set, args.passes);
@@ -124,6 +159,7 @@ void inspect(const InspectArgs& args) {
   std::printf("ops (opt-level %d):", args.passes.opt_level);
   for (const auto& [count, op] : ops) std::printf(" %s=%d", op.c_str(), count);
   std::printf("\n");
+  print_collectives(graph, op_set->ops);
 
   int64_t parameters = 0, parameter_bytes = 0, constants = 0, constant_bytes = 0;
   for (const Value* v : graph.persistents()) {

@@ -9,6 +9,9 @@
 //   optimizer_updates                           update nodes, lr/step inputs, optimizer state
 //   recompute             (strategy.recompute)  forward values recomputed in the backward pass
 //   data_parallel         (ranks > 1)           the step as every rank's program, AllReduce nodes
+//   gradient_buckets      (ranks > 1, strategy.communication) AllReduces fused into buckets,
+//                                               streams, f16/bf16 communication
+//   allreduce_topology    (hierarchical, 2-D)   bucket AllReduces over a grid of subgroups
 //   f32_gradient_accumulation (strategy.amp)    gradient sums written in f32, not cast up
 //
 //   weir::PassContext ctx(registry);

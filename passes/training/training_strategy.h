@@ -12,7 +12,8 @@
 //
 // The same switches on the command line: graph-runner train --amp bf16|fp16
 // --recompute auto|NAME,NAME --memory-budget BYTES --data-parallel N
-// (frontend/strategy/strategy.h parses them).
+// (frontend/strategy/strategy.h parses them), and --strategy FILE, a JSON
+// file with Fleet's field names (frontend/strategy/strategy_file.h).
 #pragma once
 
 #include <cstdint>
@@ -73,8 +74,9 @@ struct GradientCommunicationStrategy {
   DType allreduce_dtype = DType::kFloat32;
   // Hierarchical allreduce: within each node a reduce-scatter, across nodes
   // an allreduce of each shard, within each node an allgather. Ranks per
-  // node: hierarchical_allreduce_inter_nranks (Fleet's name), 0: the world's
-  // local size (ranks on this machine).
+  // node: hierarchical_allreduce_inter_nranks (Fleet's name). 0 asks for
+  // the world's local size (ranks on one machine): graph-runner train fills
+  // it in from the launcher; training_pipeline() refuses a 0 it is given.
   bool use_hierarchical_allreduce = false;
   int hierarchical_allreduce_inter_nranks = 0;
   // 2-D allreduce over a rows × cols grid of ranks (rank = row * cols + col):

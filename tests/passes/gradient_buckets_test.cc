@@ -223,7 +223,10 @@ TEST(GradientBuckets, UnderMixedPrecisionTheCastsMoveAcrossTheAllReduce) {
 }
 
 TEST(GradientBuckets, HierarchicalAndTwoDimensionalAllReduceEqualFlat) {
-  for (auto [ranks, rows] : {std::pair{4, 2}, std::pair{6, 2}, std::pair{6, 3}}) {
+  for (const std::pair<int, int>& grid_size : {std::pair{4, 2}, std::pair{6, 2}, std::pair{6, 3}}) {
+    // Plain variables, not a structured binding: the lambdas below capture
+    // them, which clang (the sanitizer build) refuses for bindings in C++20.
+    const int ranks = grid_size.first, rows = grid_size.second;
     const std::string grid = std::to_string(rows) + " x " + std::to_string(ranks / rows);
     Step flat = step_with(communication(ranks, [](GradientCommunicationStrategy& c) { c.first_bucket_MB = 4.0 / 1024; }));
     const Trace reference = train(flat, ranks, 4);

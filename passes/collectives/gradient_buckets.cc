@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -130,10 +131,12 @@ class Rewrite {
     return closed;
   }
 
+  // `device`: the bucket's (the rank's), copied, since the AllReduces it
+  // came from are removed while the bucket is built.
   Node* add(const std::string& op, const std::vector<Value*>& inputs, size_t outputs,
-            std::map<std::string, Attribute> attributes, const std::string& name, const Node& like) {
+            std::map<std::string, Attribute> attributes, const std::string& name, const std::optional<Device>& device) {
     Node* node = graph_.add_node(op, inputs, outputs, std::move(attributes), graph_.unique_name(name));
-    node->set_device(like.device());
+    node->set_device(device);
     infer_node_types(*node, registry_);
     return node;
   }
@@ -144,14 +147,14 @@ class Rewrite {
     return graph_.add_constant(graph_.unique_name(name), std::move(tensor));
   }
 
-  Value* cast(Value* value, DType to, const std::string& name, const Node& like) {
+  Value* cast(Value* value, DType to, const std::string& name, const std::optional<Device>& device) {
     ++added_;
-    return add("Cast", {value}, 1, {{"to", Attribute(static_cast<int64_t>(to))}}, name, like)->output(0);
+    return add("Cast", {value}, 1, {{"to", Attribute(static_cast<int64_t>(to))}}, name, device)->output(0);
   }
 
   GradientBucket emit(Bucket& bucket, int index) {
     const std::string prefix = "dp/bucket" + std::to_string(index);
-    const Node& like = *bucket.members.front().allreduce;
+    const std::optional<Device> device = bucket.members.front().allreduce->device();
     const std::string stream = stream_name(index % options_.comm_streams);
     const int64_t padded =
         (bucket.elements + options_.pad_to_multiple - 1) / options_.pad_to_multiple * options_.pad_to_multiple;
@@ -173,8 +176,8 @@ class Rewrite {
     std::vector<Value*> parts;
     std::vector<int64_t> sizes;
     for (const Member& member : bucket.members) {
-      Value* flat = add("Reshape", {member.source, flat_shape()}, 1, {}, prefix + "/flatten", like)->output(0);
-      if (flat->dtype() != bucket.dtype) flat = cast(flat, bucket.dtype, prefix + "/cast", like);
+      Value* flat = add("Reshape", {member.source, flat_shape()}, 1, {}, prefix + "/flatten", device)->output(0);
+      if (flat->dtype() != bucket.dtype) flat = cast(flat, bucket.dtype, prefix + "/cast", device);
       parts.push_back(flat);
       sizes.push_back(member.elements);
     }
@@ -185,24 +188,24 @@ class Rewrite {
       sizes.push_back(padded - bucket.elements);
     }
     Value* packed = parts.size() == 1 ? parts.front()
-                                      : add("Concat", parts, 1, {{"axis", Attribute(int64_t{0})}}, prefix + "/pack", like)->output(0);
+                                      : add("Concat", parts, 1, {{"axis", Attribute(int64_t{0})}}, prefix + "/pack", device)->output(0);
     Node* allreduce = add("AllReduce", {packed}, 1,
-                          {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute(prefix)}}, prefix + "/allreduce", like);
+                          {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute(prefix)}}, prefix + "/allreduce", device);
     allreduce->set_stream(stream);
     described.allreduce = allreduce->name();
     Value* reduced = allreduce->output(0);
-    if (bucket.result != bucket.dtype) reduced = cast(reduced, bucket.result, prefix + "/cast_back", like);
+    if (bucket.result != bucket.dtype) reduced = cast(reduced, bucket.result, prefix + "/cast_back", device);
     std::vector<Value*> pieces = {reduced};
     if (sizes.size() > 1) {
       pieces = add("Split", {reduced, shape_constant(prefix + "/sizes", sizes)}, sizes.size(),
-                   {{"axis", Attribute(int64_t{0})}}, prefix + "/unpack", like)
+                   {{"axis", Attribute(int64_t{0})}}, prefix + "/unpack", device)
                    ->outputs();
     }
     for (size_t i = 0; i < bucket.members.size(); ++i) {
       const Member& member = bucket.members[i];
       const std::vector<int64_t> dims = member.averaged->shape().sizes();
       Value* restored =
-          add("Reshape", {pieces[i], shape_constant(prefix + "/shape", dims)}, 1, {}, prefix + "/unflatten", like)->output(0);
+          add("Reshape", {pieces[i], shape_constant(prefix + "/shape", dims)}, 1, {}, prefix + "/unflatten", device)->output(0);
       const std::string name = member.averaged->name();
       graph_.replace_all_uses(member.averaged, restored);
       graph_.remove_node(member.allreduce);

@@ -1,12 +1,11 @@
 #include "frontend/strategy/strategy_file.h"
 
 #include <google/protobuf/util/json_util.h>
-#include <unistd.h>
 
-#include <string_view>
+#include <memory>
 
 #include "core/error.h"
-#include "core/regular_file.h"
+#include "core/mapped_file.h"
 #include "frontend/strategy/strategy.h"
 #include "frontend/strategy/strategy_file.pb.h"
 
@@ -160,21 +159,18 @@ Strategy parse_strategy_json(const std::string& json, const std::string& source,
 }
 
 Strategy read_strategy_file(const std::string& path, const Strategy& base) {
-  RegularFile file = open_regular_file(path);
-  if (!file) throw Error(ErrorKind::kIo, "cannot read the strategy file '" + path + "': " + file.why).with_file(path);
-  if (file.size > kMaxStrategyBytes) {
-    throw Error(ErrorKind::kFormat, "the strategy file '" + path + "' is " + std::to_string(file.size) +
+  std::shared_ptr<MappedFile> file;
+  try {
+    file = map_file(path);
+  } catch (const Error& error) {
+    throw Error(ErrorKind::kIo, "cannot read the strategy file '" + path + "': " + error.message()).with_file(path);
+  }
+  if (file->size > kMaxStrategyBytes) {
+    throw Error(ErrorKind::kFormat, "the strategy file '" + path + "' is " + std::to_string(file->size) +
                                         " bytes; a strategy is a small JSON object (at most 1 MiB)")
         .with_file(path);
   }
-  std::string text(static_cast<size_t>(file.size), '\0');
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t got = ::pread(file.fd(), text.data() + done, text.size() - done, static_cast<off_t>(done));
-    if (got <= 0) throw Error(ErrorKind::kIo, "cannot read the strategy file '" + path + "'").with_file(path);
-    done += static_cast<size_t>(got);
-  }
-  return parse_strategy_json(text, path, base);
+  return parse_strategy_json(std::string(static_cast<const char*>(file->data), file->size), path, base);
 }
 
 }  // namespace weir

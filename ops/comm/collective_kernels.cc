@@ -1,7 +1,10 @@
 #include "ops/comm/collective_kernels.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 #include "core/collective_group.h"
 #include "core/error.h"
@@ -22,8 +25,8 @@ class CollectiveKernel : public OpKernel {
 
  protected:
   // The communicator of the node's group: the world's, or a subgroup of it
-  // (core/collective_group.h). Resolved on each call: ranks of an
-  // in-process world share the plan's kernels.
+  // (core/collective_group.h). The ranks of an in-process world share the
+  // plan's kernels, so the group is resolved once per (rank, world size).
   std::shared_ptr<Communicator> communicator(KernelContext& ctx) {
     Communicator* world = ctx.communicator();
     if (world == nullptr) {
@@ -33,7 +36,14 @@ class CollectiveKernel : public OpKernel {
       return std::shared_ptr<Communicator>(std::shared_ptr<void>(), world);
     }
     std::vector<int> group;
-    for (int64_t r : collective_group(ctx.node(), world->rank(), world->size())) group.push_back(static_cast<int>(r));
+    {
+      std::lock_guard<std::mutex> lock(groups_mutex_);
+      std::vector<int>& resolved = groups_[{world->rank(), world->size()}];
+      if (resolved.empty()) {
+        for (int64_t r : collective_group(ctx.node(), world->rank(), world->size())) resolved.push_back(static_cast<int>(r));
+      }
+      group = resolved;
+    }
     return world->subgroup(group);
   }
 
@@ -56,6 +66,8 @@ class CollectiveKernel : public OpKernel {
 
  private:
   std::string tag_;
+  std::mutex groups_mutex_;
+  std::map<std::pair<int, int>, std::vector<int>> groups_;  // (rank, world size) -> the group's ranks
 };
 
 ReduceOp reduction_of(const Node& node) {

@@ -115,10 +115,10 @@ class GradientBucketStep final : public Pass {
 
 class AllreduceTopologyStep final : public Pass {
  public:
-  explicit AllreduceTopologyStep(AllreduceTopologyOptions options) : pass_(options), options_(options) {}
-  std::string name() const override { return pass_.name(); }
+  explicit AllreduceTopologyStep(AllreduceTopologyOptions options) : options_(options) {}
+  std::string name() const override { return "allreduce_topology"; }
   bool run(Graph& graph, PassContext& context) override {
-    bool changed = pass_.run(graph, context);
+    bool changed = AllreduceTopology(options_).run(graph, context);
     TrainingGraph& result = context.options<TrainingStepState>().graph;
     result.allreduce_rows = options_.rows;
     result.allreduce_cols = options_.cols;
@@ -126,7 +126,6 @@ class AllreduceTopologyStep final : public Pass {
   }
 
  private:
-  AllreduceTopology pass_;
   AllreduceTopologyOptions options_;
 };
 
@@ -134,6 +133,9 @@ class AllreduceTopologyStep final : public Pass {
 // flat), checked against the world.
 AllreduceTopologyOptions allreduce_grid(const GradientCommunicationStrategy& comm, int ranks) {
   auto refuse = [](const std::string& why) { return Error(ErrorKind::kInvalidArgument, "training_pipeline: " + why); };
+  if (comm.two_d_allreduce_rows < 0) {
+    throw refuse("two_d_allreduce_rows must be positive (0: off), got " + std::to_string(comm.two_d_allreduce_rows));
+  }
   if (comm.use_hierarchical_allreduce && comm.two_d_allreduce_rows > 0) {
     throw refuse("use_hierarchical_allreduce and two_d_allreduce_rows each choose the allreduce's topology; set one");
   }
@@ -156,7 +158,6 @@ AllreduceTopologyOptions allreduce_grid(const GradientCommunicationStrategy& com
     }
     return {.rows = comm.two_d_allreduce_rows, .cols = ranks / comm.two_d_allreduce_rows};
   }
-  if (comm.two_d_allreduce_rows < 0) throw refuse("two_d_allreduce_rows must be positive (0: off), got " + std::to_string(comm.two_d_allreduce_rows));
   return {.rows = 1, .cols = ranks};
 }
 

@@ -122,7 +122,6 @@ void print_collectives(const Graph& graph, const OpRegistry& registry) {
                                                           static_cast<int64_t>(dtype_size(input->dtype()))));
       }
       const Node* pack = input->producer();
-      if (tag.starts_with("dp/bucket") && pack != nullptr && pack->op_type() == "Cast") pack = pack->input(0)->producer();
       if (tag.starts_with("dp/bucket") && pack != nullptr && pack->op_type() == "Concat") {
         std::printf(", a bucket of %zu values", pack->num_inputs());
       }

@@ -173,14 +173,25 @@ int launch(const LaunchArgs& args) {
         child.output = -1;
       }
     }
+    // The ranks that ended since the last look. When several failed at
+    // once, one killed by a signal is named first: the others most likely
+    // exited because they lost it (a collective with a dead peer fails at
+    // once), and rank order alone would name them instead.
+    Child* first_failed = nullptr;
     for (Child& child : children) {
       if (!child.running) continue;
       if (::waitpid(child.pid, &child.status, WNOHANG) != child.pid) continue;
       child.running = false;
       --running;
       ::kill(-child.pid, SIGKILL);  // whatever it left behind in its group
-      bool failed = WIFSIGNALED(child.status) || WEXITSTATUS(child.status) != 0;
-      if (failed && failure.empty() && !stopping) {
+      const bool failed = WIFSIGNALED(child.status) || WEXITSTATUS(child.status) != 0;
+      if (failed && (first_failed == nullptr || (WIFSIGNALED(child.status) && !WIFSIGNALED(first_failed->status)))) {
+        first_failed = &child;
+      }
+    }
+    if (first_failed != nullptr) {
+      const Child& child = *first_failed;
+      if (failure.empty() && !stopping) {
         failure = "rank " + std::to_string(child.rank) + " " + how_it_ended(child.status);
         failed_rank = child.rank;
         std::fprintf(stderr, "launch: %s; stopping the other ranks\n", failure.c_str());

@@ -27,6 +27,7 @@
 #include "ops/nn/resize.h"
 #include "ops/nn/pool_schemas.h"
 #include "ops/nn/softmax_kernels.h"
+#include "ops/optimizer/gradient_merge.h"
 #include "ops/optimizer/loss_scaling.h"
 #include "ops/optimizer/optimizer_kernels.h"
 #include "ops/optimizer/optimizer_schemas.h"
@@ -72,6 +73,7 @@ void register_all_ops(OpRegistry& registry) {
   register_loss_schemas(registry);
   register_optimizer_schemas(registry);
   register_loss_scaling_schemas(registry);
+  register_gradient_merge_schemas(registry);
   register_collective_schemas(registry);
   register_device_copy_schema(registry);
 }
@@ -112,6 +114,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_loss_cpu_kernels(registry);
   register_optimizer_cpu_kernels(registry);
   register_loss_scaling_cpu_kernels(registry);
+  register_gradient_merge_cpu_kernels(registry);
   register_collective_cpu_kernels(registry);
   register_device_copy_cpu_kernel(registry);
 }

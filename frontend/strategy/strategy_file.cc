@@ -133,9 +133,15 @@ class Reader {
       refuse(ErrorKind::kInvalidArgument, "use_hierarchical_allreduce",
              "and two_d_allreduce_rows each choose the allreduce's topology; set one");
     }
-    if (file.gradient_merge() || file.has_gradient_merge_configs()) {
-      refuse(ErrorKind::kUnsupported, "gradient_merge", "is not implemented in this build yet (remove it, or set it to false)");
+    if (file.has_gradient_merge()) strategy.gradient_merge.enabled = file.gradient_merge();
+    if (file.gradient_merge_configs().has_k_steps()) {
+      if (file.gradient_merge_configs().k_steps() < 1) {
+        refuse(ErrorKind::kInvalidArgument, "gradient_merge_configs.k_steps",
+               "(micro-steps per update) must be at least 1, got " + std::to_string(file.gradient_merge_configs().k_steps()));
+      }
+      strategy.gradient_merge.k_steps = file.gradient_merge_configs().k_steps();
     }
+    if (file.gradient_merge_configs().has_avg()) strategy.gradient_merge.avg = file.gradient_merge_configs().avg();
     return strategy;
   }
 

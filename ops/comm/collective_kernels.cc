@@ -59,6 +59,17 @@ class CollectiveKernel : public OpKernel {
     }
   }
 
+  // Whether the optional `skip` input says this run does not communicate
+  // (every rank computes the same flag: see the schemas).
+  static bool skipped(KernelContext& ctx) {
+    if (ctx.num_inputs() < 2) return false;
+    const Tensor& skip = ctx.input(1);
+    if (skip.dtype() != DType::kBool || skip.num_elements() != 1) {
+      ctx.fail("skip must be a bool scalar, got " + skip.type_string());
+    }
+    return skip.data<bool>()[0];
+  }
+
   // This call's tag, timeout and stream.
   CommCall comm_call(const KernelContext& ctx) const {
     return CommCall{.tag = tag_, .timeout = ctx.collective_timeout(), .stream = ctx.stream()};
@@ -86,6 +97,10 @@ class AllReduceKernel final : public CollectiveKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     Tensor& y = output_like(ctx, x.dtype(), x.sizes());
+    if (skipped(ctx)) {
+      std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+      return;
+    }
     call(ctx, [&] { communicator(ctx)->all_reduce(x, y, op_, comm_call(ctx)); });
   }
 
@@ -115,6 +130,10 @@ class AllGatherKernel final : public CollectiveKernel {
       std::shared_ptr<Communicator> comm = communicator(ctx);
       const Tensor& x = ctx.input(0);
       Tensor& y = output_like(ctx, x.dtype(), Communicator::all_gather_sizes(x.sizes(), comm->size()));
+      if (skipped(ctx)) {
+        std::memset(y.raw_data(), 0, y.nbytes());
+        return;
+      }
       comm->all_gather(x, y, comm_call(ctx));
     });
   }
@@ -128,6 +147,10 @@ class ReduceScatterKernel final : public CollectiveKernel {
       std::shared_ptr<Communicator> comm = communicator(ctx);
       const Tensor& x = ctx.input(0);
       Tensor& y = output_like(ctx, x.dtype(), Communicator::reduce_scatter_sizes(x.sizes(), comm->size()));
+      if (skipped(ctx)) {
+        std::memset(y.raw_data(), 0, y.nbytes());
+        return;
+      }
       comm->reduce_scatter(x, y, op_, comm_call(ctx));
     });
   }

@@ -18,6 +18,15 @@ OpSchema& collective_attrs(OpSchema& schema) {
       .attr("tag", AttrType::kString, Attribute(std::string()));
 }
 
+// The optional `skip` input (a bool scalar) of AllReduce, AllGather and
+// ReduceScatter: when true the collective does not communicate and its
+// output is its input (AllReduce) or zeros (the others). Every rank must
+// compute the same flag; gradient merge (passes/training/gradient_merge.h)
+// derives it from the step number so ranks communicate once per k steps.
+OpSchema& skippable(OpSchema& schema) {
+  return schema.input("skip", "B", Arity::kOptional).type_constraint("B", {DType::kBool});
+}
+
 // The group size for inference (core/collective_group.h), which AllGather
 // and ReduceScatter need because their output shape depends on it.
 int64_t group_size_for_shape(InferenceContext& ctx) {
@@ -60,7 +69,7 @@ void infer_scaled_axis0(InferenceContext& ctx, bool multiply) {
 
 void register_collective_schemas(OpRegistry& registry) {
   OpSchema all_reduce("AllReduce");
-  collective_attrs(all_reduce.input("X", "T").output("Y", "T").type_constraint("T", kNumericDTypes))
+  collective_attrs(skippable(all_reduce.input("X", "T")).output("Y", "T").type_constraint("T", kNumericDTypes))
       .attr("reduction", AttrType::kString, Attribute(std::string("sum")))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) {
@@ -84,7 +93,8 @@ void register_collective_schemas(OpRegistry& registry) {
         attrs["tag"] = Attribute(tag + "/grad");
         ctx.set_input_grad(0, ctx.emit("AllReduce", {grad}, 1, attrs)[0]);
       })
-      .doc("every rank's output is the elementwise reduction (sum, avg, max, min) of all ranks' inputs");
+      .doc("every rank's output is the elementwise reduction (sum, avg, max, min) of all ranks' inputs; with skip "
+           "true, the input itself and no communication");
   registry.add(std::move(all_reduce));
 
   OpSchema broadcast("Broadcast");
@@ -99,21 +109,22 @@ void register_collective_schemas(OpRegistry& registry) {
   registry.add(std::move(broadcast));
 
   OpSchema all_gather("AllGather");
-  collective_attrs(all_gather.input("X", "T").output("Y", "T").type_constraint("T", kAnyDTypes))
+  collective_attrs(skippable(all_gather.input("X", "T")).output("Y", "T").type_constraint("T", kAnyDTypes))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) { infer_scaled_axis0(ctx, /*multiply=*/true); })
-      .doc("the ranks' inputs concatenated along axis 0 in rank order");
+      .doc("the ranks' inputs concatenated along axis 0 in rank order; with skip true, zeros and no communication");
   registry.add(std::move(all_gather));
 
   OpSchema reduce_scatter("ReduceScatter");
-  collective_attrs(reduce_scatter.input("X", "T").output("Y", "T").type_constraint("T", kNumericDTypes))
+  collective_attrs(skippable(reduce_scatter.input("X", "T")).output("Y", "T").type_constraint("T", kNumericDTypes))
       .attr("reduction", AttrType::kString, Attribute(std::string("sum")))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) {
         check_reduction(ctx);
         infer_scaled_axis0(ctx, /*multiply=*/false);
       })
-      .doc("the reduction over ranks, split along axis 0 into one part per rank; rank r gets part r");
+      .doc("the reduction over ranks, split along axis 0 into one part per rank; rank r gets part r; with skip true, "
+           "zeros and no communication");
   registry.add(std::move(reduce_scatter));
 
   OpSchema send("Send");

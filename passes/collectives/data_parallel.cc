@@ -74,7 +74,12 @@ class Rewrite {
  private:
   void check_per_rank(const Node& node) const {
     const OpSchema* schema = registry_.find(node.op_type(), node.domain());
-    if (schema != nullptr && schema->has(OpTrait::kSideEffects)) {
+    const bool rank_local = std::any_of(node.inputs().begin(), node.inputs().end(), [&](const Value* input) {
+      return input != nullptr && input->is_persistent() &&
+             std::find(options_.rank_local_state.begin(), options_.rank_local_state.end(), input->name()) !=
+                 options_.rank_local_state.end();
+    });
+    if (schema != nullptr && schema->has(OpTrait::kSideEffects) && !rank_local) {
       throw Error(ErrorKind::kUnsupported, "data-parallel rewrite: node '" + node.name() + "' (" + node.op_type() +
                                                ") has side effects but the loss or a gradient depends on it, so "
                                                "each rank would write its own state from its own share of the "

@@ -33,7 +33,7 @@
 //
 // Refused, naming the node or value: a per-rank node with side effects
 // (state written inside the forward or backward pass, which would differ
-// between ranks); a value the tail reads from the per-rank part that is not
+// between ranks), unless it writes state the options name rank-local; a value the tail reads from the per-rank part that is not
 // floating point (no average to take).
 #pragma once
 
@@ -48,6 +48,10 @@ struct DataParallelOptions {
   std::vector<std::string> gradients{};        // averaged over the world before the tail reads them
   std::string loss{};                          // scalar; averaged, keeps its name
   std::vector<std::string> local_gradients{};  // of distributed parameters: not averaged
+  // Persistent values each rank keeps for itself inside the per-rank part
+  // (gradient merge's accumulators, which hold the rank's own share): the
+  // nodes that write them are not refused for their side effects.
+  std::vector<std::string> rank_local_state{};
 };
 
 struct DataParallelResult {

@@ -46,13 +46,18 @@ bool OptimizerUpdates::run(Graph& graph, PassContext& context) {
   Value* loss_value = graph.find_value(result.loss);
   if (loss_value == nullptr) throw Error(ErrorKind::kInvalidArgument, "optimizer_updates: no loss '" + result.loss + "'");
   Value* found_inf = step.found_inf.empty() ? nullptr : graph.find_value(step.found_inf);
+  // The flag every update skips on: loss scaling's overflow, or gradient
+  // merge's steps between updates (gradient_merge.h refuses both at once).
+  Value* skip = found_inf != nullptr ? found_inf : step.merge_skip.empty() ? nullptr : graph.find_value(step.merge_skip);
 
   Value* lr = graph.add_input(result.lr_input, {DType::kFloat32, Shape{}});
   const OptimizerKind kind = config_.kind;
   Value* step_input = nullptr;
   if (kind == OptimizerKind::kAdam || kind == OptimizerKind::kAdamW || kind == OptimizerKind::kLamb) {
-    step_input = graph.add_input("step", {DType::kInt64, Shape{}});
+    step_input = graph.find_value("step");  // gradient merge adds it for every optimizer
+    if (step_input == nullptr) step_input = graph.add_input("step", {DType::kInt64, Shape{}});
     result.step_input = "step";
+    if (!step.update_step.empty()) step_input = graph.find_value(step.update_step);
   }
   const std::map<std::string, Attribute> attrs = update_attributes(config_, step_input != nullptr);
   for (size_t i = 0; i < result.parameters.size(); ++i) {
@@ -70,7 +75,7 @@ bool OptimizerUpdates::run(Graph& graph, PassContext& context) {
     }
     inputs.push_back(lr);
     if (step_input != nullptr) inputs.push_back(step_input);
-    if (found_inf != nullptr) inputs.push_back(found_inf);
+    if (skip != nullptr) inputs.push_back(skip);
     size_t num_outputs = 1 + optimizer_state_names(kind).size();
     Node* update = graph.add_node(optimizer_op_type(kind), inputs, num_outputs, attrs,
                                   graph.unique_name(param->name() + "/" + optimizer_kind_name(kind)));

@@ -11,6 +11,7 @@
 #include "passes/precision/f32_gradient_accumulation.h"
 #include "passes/training/differentiate.h"
 #include "passes/training/gradient_clipping.h"
+#include "passes/training/gradient_merge.h"
 #include "passes/training/loss_scaling.h"
 #include "passes/training/optimizer_updates.h"
 #include "passes/training/training_step.h"
@@ -79,6 +80,7 @@ class DataParallelStep final : public Pass {
       (distributed ? options.local_gradients : options.gradients).push_back(step.raw_gradients[i]);
     }
     options.loss = step.graph.loss;
+    options.rank_local_state = step.rank_local_state;
     DataParallel pass(options);
     bool changed = pass.run(graph, context);
     step.graph.ranks = strategy_.ranks;
@@ -161,6 +163,19 @@ AllreduceTopologyOptions allreduce_grid(const GradientCommunicationStrategy& com
   return {.rows = 1, .cols = ranks};
 }
 
+class SkipMergedCommunicationStep final : public Pass {
+ public:
+  std::string name() const override { return pass_.name(); }
+  bool run(Graph& graph, PassContext& context) override {
+    bool changed = pass_.run(graph, context);
+    context.options<TrainingStepState>().graph.merged_collectives = pass_.collectives();
+    return changed;
+  }
+
+ private:
+  SkipMergedCommunication pass_;
+};
+
 class F32GradientStep final : public Pass {
  public:
   std::string name() const override { return pass_.name(); }
@@ -194,6 +209,17 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
   if (amp.enabled) pipeline->add(std::make_unique<MixedPrecisionStep>(AmpOptions{.low = amp.dtype, .allow = amp.allow, .deny = amp.deny}));
   if (scaling) pipeline->add(std::make_unique<ScaleLoss>(LossScaleOptions{.initial_scale = amp.initial_scale}));
   pipeline->add(std::make_unique<Differentiate>());
+  const GradientMergeStrategy& merge = strategy.gradient_merge;
+  const bool merging = merge.enabled && merge.k_steps > 1;
+  if (merge.enabled && merge.k_steps < 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "training_pipeline: gradient_merge needs k_steps >= 1, got " + std::to_string(merge.k_steps));
+  }
+  if (merging && scaling) {
+    throw Error(ErrorKind::kUnsupported, "training_pipeline: gradient merge with dynamic loss scaling (fp16 AMP) is "
+                                         "not supported; use bf16 AMP, or turn loss scaling off");
+  }
+  if (merging) pipeline->add(std::make_unique<GradientMerge>(GradientMergeOptions{.k_steps = merge.k_steps, .avg = merge.avg}));
   if (scaling) pipeline->add(std::make_unique<UnscaleGradients>());
   if (optimizer.clip_global_norm > 0) pipeline->add(std::make_unique<ClipGradients>(ClipOptions{.max_norm = optimizer.clip_global_norm}));
   pipeline->add(std::make_unique<OptimizerUpdates>(optimizer, amp));
@@ -235,6 +261,7 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
       pipeline->add(std::make_unique<GradientBucketStep>(buckets));
     }
     if (topology) pipeline->add(std::make_unique<AllreduceTopologyStep>(grid));
+    if (merging) pipeline->add(std::make_unique<SkipMergedCommunicationStep>());
   }
   // Last, since it removes the gradient Casts the passes above name: their
   // producers write the f32 gradients themselves.

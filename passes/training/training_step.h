@@ -50,6 +50,10 @@ struct TrainingGraph {
   int comm_added_casts = 0;
   int allreduce_rows = 0;
   int allreduce_cols = 0;
+  // Gradient merge: micro-steps per update (1: off), and the collectives
+  // that skip on the steps between updates.
+  int gradient_merge_steps = 1;
+  int merged_collectives = 0;
 };
 
 // What the passes of one training pipeline hand each other, by value name
@@ -60,6 +64,9 @@ struct TrainingStepState {
   std::vector<std::string> raw_gradients{};  // by trained parameter: autodiff's (what ranks average)
   std::vector<std::string> gradients{};      // by trained parameter: what the update reads
   std::string found_inf{};          // loss scaling: the overflow flag every update skips on
+  std::string merge_skip{};         // gradient merge: the flag updates and gradient collectives skip on
+  std::vector<std::string> rank_local_state{};  // gradient merge's accumulators: each rank's own
+  std::string update_step{};        // what the Adam family's updates read as the step; empty: the step input
 };
 
 }  // namespace weir

@@ -85,11 +85,21 @@ struct GradientCommunicationStrategy {
   int two_d_allreduce_rows = 0;
 };
 
+// Gradient merge (passes/training/gradient_merge.h; Fleet's gradient_merge
+// and gradient_merge_configs): k micro-steps' gradients accumulated, then
+// communicated and applied once.
+struct GradientMergeStrategy {
+  bool enabled = false;
+  int k_steps = 1;
+  bool avg = true;  // the mean of the k micro-steps' gradients (false: the sum)
+};
+
 struct Strategy {
   AmpStrategy amp{};
   RecomputeStrategy recompute{};
   DataParallelStrategy data_parallel{};
   GradientCommunicationStrategy communication{};
+  GradientMergeStrategy gradient_merge{};
 };
 
 }  // namespace weir

@@ -56,6 +56,12 @@ TEST(StrategyFile, FleetFieldNamesSetTheStrategy) {
   EXPECT_EQ(weir.communication.allreduce_dtype, DType::kBFloat16);
   EXPECT_EQ(weir.communication.two_d_allreduce_rows, 2);
   EXPECT_FALSE(weir.communication.fuse_all_reduce_ops);
+
+  const Strategy merge =
+      parse_strategy_json(R"({"gradient_merge": true, "gradient_merge_configs": {"k_steps": 4, "avg": false}})", "s.json");
+  EXPECT_TRUE(merge.gradient_merge.enabled);
+  EXPECT_EQ(merge.gradient_merge.k_steps, 4);
+  EXPECT_FALSE(merge.gradient_merge.avg);
 }
 
 TEST(StrategyFile, FieldsLeftOutKeepTheBase) {
@@ -72,6 +78,8 @@ TEST(StrategyFile, FieldsLeftOutKeepTheBase) {
   EXPECT_TRUE(empty.communication.fuse_all_reduce_ops);  // Fleet's defaults
   EXPECT_EQ(empty.communication.fuse_grad_size_in_MB, 32);
   EXPECT_EQ(empty.communication.first_bucket_MB, 1);
+  EXPECT_FALSE(empty.gradient_merge.enabled);
+  EXPECT_TRUE(empty.gradient_merge.avg);
 }
 
 TEST(StrategyFile, BadFilesNameTheFileAndTheField) {
@@ -88,7 +96,9 @@ TEST(StrategyFile, BadFilesNameTheFileAndTheField) {
   EXPECT_NE(refusal(R"({"amp_configs": {"dtype": "int4"}})").find("amp_configs.dtype"), std::string::npos);
   EXPECT_NE(refusal(R"({"recompute_configs": {"memory_budget": "lots"}})").find("recompute_configs.memory_budget"),
             std::string::npos);
-  EXPECT_NE(refusal(R"({"gradient_merge": true})").find("gradient_merge is not implemented"), std::string::npos);
+  EXPECT_NE(refusal(R"({"gradient_merge": true, "gradient_merge_configs": {"k_steps": 0}})")
+                .find("gradient_merge_configs.k_steps (micro-steps per update) must be at least 1, got 0"),
+            std::string::npos);
 
   testing::ScratchDir dir;
   try {

@@ -100,6 +100,40 @@ TEST(GradientCommunication, RewritesOnTwoAndFourProcessesMatchOneAllReducePerGra
   }
 }
 
+// Gradient merge on 2 and 4 processes: 50 micro-steps of batch 16, k = 2,
+// train like 25 steps of batch 32 over the same examples (the synthetic set
+// does not depend on the batch): each pair of micro-step losses averages to
+// the whole batch's loss. With buckets, and on 4 processes the 2-D grid.
+TEST(GradientCommunication, GradientMergeOnTwoAndFourProcessesTrainsLikeTheWholeBatch) {
+  testing::ScratchDir dir;
+  const std::string common =
+      " train --model mlp --mlp-layers 2 --mlp-width 128 --data synthetic --synthetic-examples 512 --optimizer adam "
+      "--lr 0.01 --print-losses";
+  for (int processes : {2, 4}) {
+    const std::string world = " on " + std::to_string(processes) + " processes";
+    const std::filesystem::path file = dir / ("merge" + std::to_string(processes) + ".json");
+    std::ofstream(file) << std::string("{") + kBuckets + R"(, "gradient_merge": true, "gradient_merge_configs": {"k_steps": 2})" +
+                               (processes == 4 ? R"(, "two_d_allreduce_rows": 2})" : "}");
+    ProcessResult merged = testing::run_command(launch(processes, testing::unused_port()) + common +
+                                                " --steps 50 --batch 16 --strategy " + file.string());
+    ASSERT_EQ(merged.status, 0) << merged.output;
+    EXPECT_NE(merged.output.find("gradient merge: 2 micro-steps per update (averaged), " +
+                                 std::string(processes == 4 ? "9" : "3") + " collectives skip between updates"),
+              std::string::npos)
+        << merged.output;
+    ProcessResult whole =
+        testing::run_command(launch(processes, testing::unused_port()) + common + " --steps 25 --batch 32");
+    ASSERT_EQ(whole.status, 0) << whole.output;
+    const std::vector<std::string> micro = losses_of(merged), want = losses_of(whole);
+    ASSERT_EQ(micro.size(), 50u) << merged.output;
+    std::vector<std::string> pairs;
+    for (size_t i = 0; i + 1 < micro.size(); i += 2) {
+      pairs.push_back(std::to_string((std::stod(micro[i]) + std::stod(micro[i + 1])) / 2));
+    }
+    expect_close(pairs, want, 1e-5, "gradient merge" + world);
+  }
+}
+
 // inspect lists every collective of a saved data-parallel step: the
 // buckets, their bytes, streams and subgroups.
 TEST(GradientCommunication, InspectListsTheBuckets) {

@@ -55,6 +55,7 @@ struct TrainArgs {
   std::string memory_budget;
   std::string strategy_file;
   int64_t image_size = 0;
+  int64_t synthetic_examples = 0;
   int data_parallel = 1;
   double collective_timeout = 60;
   std::string job = "weir";
@@ -156,6 +157,10 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy, const 
     std::printf("allreduce topology: %s, %d x %d (reduce-scatter in each group of %d, allreduce across %d, allgather)\n",
                 strategy.communication.use_hierarchical_allreduce ? "hierarchical" : "2-D", step.allreduce_rows,
                 step.allreduce_cols, step.allreduce_cols, step.allreduce_rows);
+  }
+  if (step.gradient_merge_steps > 1) {
+    std::printf("gradient merge: %d micro-steps per update (%s), %d collectives skip between updates\n",
+                step.gradient_merge_steps, strategy.gradient_merge.avg ? "averaged" : "summed", step.merged_collectives);
   }
   if (step.ranks > 1) std::printf("bytes_communicated_per_step: %lld\n", static_cast<long long>(step.allreduce_bytes));
 }
@@ -380,7 +385,13 @@ void train(const TrainArgs& args) {
   bool has_test = false;
   if (args.data == "synthetic") {
     models::ClassifierGraph shape = models::build_classifier(args.model, 1, false, options.zoo);
-    int64_t count = args.batch * std::max<int64_t>(args.steps > 0 ? std::min<int64_t>(args.steps, 16) : 16, 1);
+    int64_t count = args.synthetic_examples > 0
+                        ? args.synthetic_examples
+                        : args.batch * std::max<int64_t>(args.steps > 0 ? std::min<int64_t>(args.steps, 16) : 16, 1);
+    if (count < args.batch) {
+      throw Error(ErrorKind::kInvalidArgument, "--synthetic-examples " + std::to_string(count) +
+                                                   " is fewer than one batch of " + std::to_string(args.batch));
+    }
     std::tie(train_x, train_y) = synthetic_data(shape, options.zoo, count, args.seed + 1);
   } else {
     if (args.model == "bert") {
@@ -467,11 +478,15 @@ void add_train_command(CLI::App& app) {
                   "a JSON strategy file (Fleet's DistributedStrategy field names): amp, recompute, and data-parallel "
                   "gradient communication (fuse_all_reduce_ops, fuse_grad_size_in_MB, first_bucket_MB, comm_streams, "
                   "fp16_allreduce, allreduce_dtype, use_hierarchical_allreduce, hierarchical_allreduce_inter_nranks, "
-                  "two_d_allreduce_rows); its fields override --amp and --recompute. Every field and its default: "
+                  "two_d_allreduce_rows) and gradient merge (gradient_merge, gradient_merge_configs); its fields override --amp and --recompute. Every field and its default: "
                   "docs/training.md");
   cmd->add_option("--image-size", args->image_size,
                   "with --data synthetic: the image models' input side, N x N (default 28)")
       ->check(CLI::Range(int64_t{8}, int64_t{1024}));
+  cmd->add_option("--synthetic-examples", args->synthetic_examples,
+                  "with --data synthetic and --model: examples in the synthetic dataset (default 16 batches, or "
+                  "--steps batches when fewer); the same count and --seed give the same examples at any --batch")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--data-parallel", args->data_parallel,
                   "train on N ranks (threads of an in-process world, rank r on cpu:r), each running the same step "
                   "program on batch/N examples, gradients averaged by AllReduce nodes in the graph (default 1). "

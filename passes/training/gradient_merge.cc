@@ -1,0 +1,144 @@
+#include "passes/training/gradient_merge.h"
+
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "core/type_inference.h"
+#include "passes/training/training_step.h"
+
+namespace weir {
+
+namespace {
+
+Value* add_typed(Graph& graph, const PassContext& context, const std::string& op_type, const std::vector<Value*>& inputs,
+                 const std::string& name) {
+  Node* node = graph.add_node(op_type, inputs, 1, {}, graph.unique_name(name));
+  infer_node_types(*node, context.registry());
+  return node->output(0);
+}
+
+}  // namespace
+
+bool GradientMerge::run(Graph& graph, PassContext& context) {
+  TrainingStepState& step = context.options<TrainingStepState>();
+  TrainingGraph& result = step.graph;
+  if (options_.k_steps < 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "gradient_merge: k_steps must be at least 1, got " + std::to_string(options_.k_steps));
+  }
+  if (!step.found_inf.empty() || !result.loss_scale.empty()) {
+    throw Error(ErrorKind::kUnsupported, "gradient_merge: dynamic loss scaling (fp16 AMP) is not supported with "
+                                         "gradient merge; use bf16 AMP, or turn loss scaling off");
+  }
+  if (step.raw_gradients.size() != result.parameters.size() || step.gradients != step.raw_gradients) {
+    throw Error(ErrorKind::kInvalidArgument, "gradient_merge: runs right after differentiate, on autodiff's gradients");
+  }
+  const int64_t k = options_.k_steps;
+  Value* step_number = graph.find_value("step");
+  if (step_number == nullptr) step_number = graph.add_input("step", {DType::kInt64, Shape{}});
+  if (step_number->kind() != ValueKind::kInput || step_number->dtype() != DType::kInt64) {
+    throw Error(ErrorKind::kInvalidArgument, "gradient_merge: the graph's 'step' must be the i64 step-number input");
+  }
+  result.step_input = step_number->name();
+  Value* k_value = graph.add_constant(graph.unique_name("gradient_merge/k_steps"), Tensor::scalar<int64_t>(k));
+  Value* zero = graph.add_constant(graph.unique_name("gradient_merge/zero"), Tensor::scalar<int64_t>(0));
+  auto update_step_flag = [&](const std::string& prefix) {
+    Value* phase = add_typed(graph, context, "Mod", {step_number, k_value}, prefix + "/phase");
+    return add_typed(graph, context, "Equal", {phase, zero}, prefix + "/apply");
+  };
+  // Two copies of the flag: the accumulators read one, inside each rank's
+  // forward-and-backward part; the updates and the collectives read the
+  // other, after it. Sharing one would make the data-parallel rewrite see
+  // a bool crossing from the per-rank part to the tail and refuse it (it
+  // averages what crosses), though every rank computes the same flag.
+  Value* apply = update_step_flag("gradient_merge/accumulate");
+  Value* skip = add_typed(graph, context, "Not", {update_step_flag("gradient_merge")}, "gradient_merge/skip");
+  Value* updates = add_typed(graph, context, "Div", {step_number, k_value}, "gradient_merge/updates");
+  step.merge_skip = skip->name();
+  step.update_step = updates->name();
+
+  // The accumulators are added in the order the backward pass produces the
+  // gradients, which is the order the topological sort (ties broken by
+  // insertion) gives them, and so the order gradient buckets fill in.
+  std::unordered_map<const Node*, size_t> position;
+  const std::vector<Node*> topological = graph.topological_order();
+  for (size_t i = 0; i < topological.size(); ++i) position[topological[i]] = i;
+  std::vector<size_t> production(step.raw_gradients.size());
+  for (size_t i = 0; i < production.size(); ++i) {
+    production[i] = i;
+    if (graph.find_value(step.raw_gradients[i]) == nullptr) {
+      throw Error(ErrorKind::kInvalidArgument, "gradient_merge: no gradient '" + step.raw_gradients[i] + "'");
+    }
+  }
+  auto produced_at = [&](size_t i) {
+    const Node* producer = graph.find_value(step.raw_gradients[i])->producer();
+    return producer == nullptr ? size_t{0} : position[producer];
+  };
+  std::stable_sort(production.begin(), production.end(),
+                   [&](size_t a, size_t b) { return produced_at(a) < produced_at(b); });
+
+  const double scale = options_.avg ? 1.0 / static_cast<double>(k) : 1.0;
+  for (size_t i : production) {
+    Value* gradient = graph.find_value(step.raw_gradients[i]);
+    if (gradient->dtype() != DType::kFloat32) {
+      throw Error(ErrorKind::kUnsupported, "gradient_merge: the gradient '" + gradient->name() + "' of '" +
+                                               result.parameters[i] + "' is " + gradient->type().to_string() +
+                                               "; gradients are accumulated in f32");
+    }
+    Value* accumulator = graph.add_persistent(result.parameters[i] + "/gradient_merge", gradient->type(),
+                                              PersistentRole::kOptimizerState,
+                                              Tensor(DType::kFloat32, gradient->shape().sizes()));
+    result.optimizer_state.push_back(accumulator->name());
+    step.rank_local_state.push_back(accumulator->name());
+    Node* merge = graph.add_node("GradientMerge", {accumulator, gradient, apply}, 1, {{"scale", Attribute(scale)}},
+                                 graph.unique_name(result.parameters[i] + "/gradient_merge"));
+    if (Node* producer = gradient->producer(); producer != nullptr && producer->device()) {
+      merge->set_device(*producer->device());
+    }
+    infer_node_types(*merge, context.registry());
+    step.raw_gradients[i] = step.gradients[i] = merge->output(0)->name();
+  }
+  result.gradient_merge_steps = options_.k_steps;
+  return true;
+}
+
+bool SkipMergedCommunication::run(Graph& graph, PassContext& context) {
+  TrainingStepState& step = context.options<TrainingStepState>();
+  Value* skip = graph.find_value(step.merge_skip);
+  if (skip == nullptr) {
+    throw Error(ErrorKind::kInvalidArgument, "skip_merged_communication: the step has no gradient merge (run "
+                                             "gradient_merge first)");
+  }
+  // Every node downstream of a merged gradient, by data edges.
+  std::unordered_set<Node*> seen;
+  std::deque<Node*> frontier;
+  for (Node* node : graph.nodes()) {
+    if (node->op_type() == "GradientMerge" && node->domain().empty()) frontier.push_back(node);
+  }
+  collectives_ = 0;
+  while (!frontier.empty()) {
+    Node* node = frontier.front();
+    frontier.pop_front();
+    if (!seen.insert(node).second) continue;
+    const std::string& op = node->op_type();
+    if (node->domain().empty() && (op == "AllReduce" || op == "AllGather" || op == "ReduceScatter")) {
+      if (node->num_inputs() != 1) {
+        throw Error(ErrorKind::kInvalidArgument, "skip_merged_communication: the collective '" + node->name() +
+                                                     "' carries merged gradients and already has a skip input")
+            .with_node(node->name());
+      }
+      node->add_input(skip);
+      ++collectives_;
+    }
+    for (size_t i = 0; i < node->num_outputs(); ++i) {
+      if (node->output(i) == nullptr) continue;
+      for (const Use& use : node->output(i)->uses()) frontier.push_back(use.node);
+    }
+  }
+  return collectives_ > 0;
+}
+
+}  // namespace weir

@@ -58,6 +58,7 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   trainer_options.log = rank0 ? options.log : nullptr;
   trainer_options.checkpoint = options.checkpoint;
   trainer_options.checkpoint_every = options.checkpoint_every;
+  trainer_options.profiler = options.profiler;
   Trainer trainer = world ? Trainer(*world, step, loader, trainer_options) : Trainer(session, step, loader, trainer_options);
   if (!options.resume.empty()) trainer.resume(options.resume);
   const int local_sessions = world ? ranks : 1;

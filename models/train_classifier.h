@@ -38,6 +38,7 @@ struct ClassifierTraining {
   std::ostream* log = &std::cerr;
   std::filesystem::path checkpoint{};  // saved at the end (and every checkpoint_every steps)
   int64_t checkpoint_every = 0;
+  Profiler* profiler = nullptr;        // records every step's node runs when set (runtime/profiler.h)
   std::filesystem::path resume{};      // a checkpoint to start from
   // This process as one rank of a world of processes (distributed/): the
   // step is data parallel over the world (strategy.data_parallel.ranks is

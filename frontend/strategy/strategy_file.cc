@@ -86,6 +86,7 @@ class Reader {
 
     GradientCommunicationStrategy& comm = strategy.communication;
     if (file.has_fuse_all_reduce_ops()) comm.fuse_all_reduce_ops = file.fuse_all_reduce_ops();
+    if (file.has_overlap_communication()) comm.overlap_communication = file.overlap_communication();
     if (file.has_fuse_grad_size_in_mb()) {
       positive("fuse_grad_size_in_MB", file.fuse_grad_size_in_mb());
       comm.fuse_grad_size_in_MB = file.fuse_grad_size_in_mb();

@@ -45,7 +45,9 @@ Trainer::Trainer(Session& session, InProcessRanks* ranks, TrainingGraph graph, D
 
 
 std::vector<Tensor> Trainer::run_step(const std::map<std::string, Tensor>& feeds) {
-  if (ranks_ == nullptr) return session_.run(feeds);
+  RunOptions run_options;
+  run_options.profiler = options_.profiler;
+  if (ranks_ == nullptr) return session_.run(feeds, run_options);
   const int ranks = ranks_->size();
   std::vector<std::map<std::string, Tensor>> shares(static_cast<size_t>(ranks), feeds);
   for (const std::string& name : options_.feeds) {
@@ -58,7 +60,7 @@ std::vector<Tensor> Trainer::run_step(const std::map<std::string, Tensor>& feeds
     const int64_t share = rows / ranks;
     for (int r = 0; r < ranks; ++r) shares[static_cast<size_t>(r)][name] = whole.slice(r * share, (r + 1) * share);
   }
-  return ranks_->run(shares).front();
+  return ranks_->run(shares, run_options).front();
 }
 
 int64_t Trainer::epoch() const { return step_ / loader_.batches_per_epoch(); }

@@ -51,6 +51,9 @@ struct TrainerOptions {
   int progress_terminal = -1;      // -1: redraw in place when stderr is a terminal
   std::filesystem::path checkpoint{};  // when set: saved every checkpoint_every steps and at the end of each run
   int64_t checkpoint_every = 0;
+  // When set, every step's node runs are recorded (on every rank of an
+  // in-process world) for a Chrome / Perfetto trace (runtime/profiler.h).
+  Profiler* profiler = nullptr;
 };
 
 struct TrainStats {

@@ -62,8 +62,24 @@ class Rewrite {
     }
     std::vector<Bucket> buckets = fill(collect());
     std::sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.ready < b.ready; });
+    // Without overlap every bucket waits for the whole backward pass: a
+    // control edge from each producer of any bucketed gradient.
+    std::vector<Node*> producers;
+    for (const Bucket& bucket : buckets) {
+      for (const Member& member : bucket.members) {
+        if (Node* producer = member.source->producer(); producer != nullptr) producers.push_back(producer);
+      }
+    }
     GradientBucketResult result;
     for (size_t i = 0; i < buckets.size(); ++i) result.buckets.push_back(emit(buckets[i], static_cast<int>(i)));
+    if (!options_.overlap) {
+      for (const GradientBucket& bucket : result.buckets) {
+        Node* allreduce = graph_.find_node(bucket.allreduce);
+        for (Node* producer : producers) {
+          if (producer != allreduce) allreduce->add_control_input(producer);
+        }
+      }
+    }
     result.moved_casts = moved_;
     result.added_casts = added_;
     result.allreduce_bytes = data_parallel_allreduce_bytes(graph_);
@@ -237,7 +253,7 @@ class Rewrite {
 int64_t data_parallel_allreduce_bytes(const Graph& graph) {
   int64_t bytes = 0;
   for (const Node* node : graph.nodes()) {
-    if (!is_data_parallel_allreduce(*node) || node->num_inputs() != 1) continue;
+    if (!is_data_parallel_allreduce(*node) || node->num_inputs() < 1) continue;
     const Value* value = node->input(0);
     if (value->shape().is_static()) bytes += value->shape().num_elements() * static_cast<int64_t>(dtype_size(value->dtype()));
   }

@@ -50,6 +50,10 @@ struct GradientBucketOptions {
   // The dtype buckets are averaged in; kFloat32: each value's own dtype.
   DType dtype = DType::kFloat32;
   int64_t pad_to_multiple = 1;  // bucket lengths padded to a multiple of this
+  // false: every bucket's AllReduce also waits (control edges) for every
+  // bucketed gradient, so communication starts after the backward pass,
+  // as a baseline to measure the overlap against.
+  bool overlap = true;
 };
 
 struct GradientBucket {

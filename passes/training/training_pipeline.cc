@@ -250,7 +250,8 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
     pipeline->add(std::make_unique<DataParallelStep>(strategy.data_parallel));
     const AllreduceTopologyOptions grid = allreduce_grid(comm, strategy.data_parallel.ranks);
     const bool topology = grid.rows > 1 && grid.cols > 1;
-    if (comm.fuse_all_reduce_ops || comm.allreduce_dtype != DType::kFloat32 || comm.comm_streams > 1 || topology) {
+    if (comm.fuse_all_reduce_ops || comm.allreduce_dtype != DType::kFloat32 || comm.comm_streams > 1 || topology ||
+        !comm.overlap_communication) {
       constexpr double kMiB = 1024.0 * 1024.0;
       GradientBucketOptions buckets;
       buckets.bucket_bytes = comm.fuse_all_reduce_ops ? static_cast<int64_t>(comm.fuse_grad_size_in_MB * kMiB) : 0;
@@ -258,6 +259,7 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
       buckets.comm_streams = comm.comm_streams;
       buckets.dtype = comm.allreduce_dtype;
       buckets.pad_to_multiple = topology ? grid.cols : 1;
+      buckets.overlap = comm.overlap_communication;
       pipeline->add(std::make_unique<GradientBucketStep>(buckets));
     }
     if (topology) pipeline->add(std::make_unique<AllreduceTopologyStep>(grid));

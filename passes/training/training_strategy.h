@@ -69,6 +69,10 @@ struct GradientCommunicationStrategy {
   double fuse_grad_size_in_MB = 32;   // MiB per bucket (a gradient larger than this is a bucket alone)
   double first_bucket_MB = 1;         // the first bucket, small so communication starts early
   int comm_streams = 1;               // buckets spread round-robin over this many communication streams
+  // Each bucket's AllReduce starts as soon as its own gradients exist, while
+  // the backward pass goes on; false: after the whole backward pass (the
+  // baseline the overlap is measured against; Weir's).
+  bool overlap_communication = true;
   // The dtype the buckets are averaged in: f32, or f16/bf16 (cast before and
   // after; half the bytes). Fleet's fp16_allreduce sets f16.
   DType allreduce_dtype = DType::kFloat32;

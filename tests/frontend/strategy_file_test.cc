@@ -48,7 +48,8 @@ TEST(StrategyFile, FleetFieldNamesSetTheStrategy) {
   // Weir's own names; recompute without checkpoints chooses them.
   const Strategy weir = parse_strategy_json(
       R"({"recompute": true, "recompute_configs": {"memory_budget": "64M"}, "comm_streams": 3,
-          "allreduce_dtype": "bf16", "two_d_allreduce_rows": 2, "fuse_all_reduce_ops": false})",
+          "allreduce_dtype": "bf16", "two_d_allreduce_rows": 2, "fuse_all_reduce_ops": false,
+          "overlap_communication": false})",
       "s.json");
   EXPECT_EQ(weir.recompute.mode, RecomputeMode::kAuto);
   EXPECT_EQ(weir.recompute.memory_budget, int64_t{64} << 20);
@@ -56,6 +57,7 @@ TEST(StrategyFile, FleetFieldNamesSetTheStrategy) {
   EXPECT_EQ(weir.communication.allreduce_dtype, DType::kBFloat16);
   EXPECT_EQ(weir.communication.two_d_allreduce_rows, 2);
   EXPECT_FALSE(weir.communication.fuse_all_reduce_ops);
+  EXPECT_FALSE(weir.communication.overlap_communication);
 
   const Strategy merge =
       parse_strategy_json(R"({"gradient_merge": true, "gradient_merge_configs": {"k_steps": 4, "avg": false}})", "s.json");

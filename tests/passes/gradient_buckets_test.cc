@@ -171,6 +171,34 @@ TEST(GradientBuckets, BucketedTrainingIsBitwiseThePerGradientAllReduces) {
   EXPECT_EQ(streams.training.allreduce_bytes, separate.training.allreduce_bytes);
 }
 
+// overlap_communication off: every bucket's AllReduce waits (control edges)
+// for the producers of all bucketed gradients, the first bucket included,
+// which with overlap reads only its own; the training is the same bit for bit.
+TEST(GradientBuckets, WithoutOverlapEveryBucketWaitsForTheWholeBackwardPass) {
+  const int ranks = 2;
+  auto small_buckets = [](bool overlap) {
+    return [overlap](GradientCommunicationStrategy& c) {
+      c.fuse_grad_size_in_MB = 4.0 / 1024;
+      c.first_bucket_MB = 1.0 / 1024;
+      c.overlap_communication = overlap;
+    };
+  };
+  Step overlapped = step_with(communication(ranks, small_buckets(true)));
+  Step serial = step_with(communication(ranks, small_buckets(false)));
+  ASSERT_GE(serial.training.buckets.size(), 3u);
+  const Graph& graph = *serial.graph.graph;
+  // The last gradient the backward pass produces: the last member of the last bucket.
+  const Node* last = graph.find_value(serial.training.buckets.back().values.back())->producer();
+  ASSERT_NE(last, nullptr);
+  for (const GradientBucket& bucket : serial.training.buckets) {
+    const std::vector<Node*>& waits = graph.find_node(bucket.allreduce)->control_inputs();
+    EXPECT_NE(std::find(waits.begin(), waits.end(), last), waits.end()) << bucket.allreduce;
+  }
+  const Node* first = overlapped.graph.graph->find_node(overlapped.training.buckets.front().allreduce);
+  EXPECT_TRUE(first->control_inputs().empty());
+  expect_bitwise(train(serial, ranks, 3), train(overlapped, ranks, 3), "buckets without overlap");
+}
+
 TEST(GradientBuckets, HalfPrecisionCommunicationHalvesTheBytes) {
   const int ranks = 2;
   // SGD: Adam would turn a gradient rounded to zero into a whole step.

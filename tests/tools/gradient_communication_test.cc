@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -154,6 +155,27 @@ TEST(GradientCommunication, InspectListsTheBuckets) {
   EXPECT_NE(inspected.output.find("stream comm:1, group [0,1,2,3] in groups of 2"), std::string::npos) << inspected.output;
   EXPECT_NE(inspected.output.find("'dp/bucket1/column_allreduce'"), std::string::npos) << inspected.output;
   EXPECT_NE(inspected.output.find("group [0,2,1,3] in groups of 2"), std::string::npos) << inspected.output;
+}
+
+// --profile writes rank 0's trace (communication events on the comm track)
+// and prints the overlap read from it, a fraction in [0, 1].
+TEST(GradientCommunication, ProfileReportsTheOverlapOfCommunication) {
+  testing::ScratchDir dir;
+  const std::string trace = (dir / "trace.json").string();
+  ProcessResult r = testing::run_command(launch(2, testing::unused_port()) +
+                                         " train --model mlp --data synthetic --steps 3 --batch 16 --profile " + trace);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string key = "communication_overlap: ";
+  const size_t at = r.output.find(key);
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double overlap = std::stod(r.output.substr(at + key.size()));
+  EXPECT_GE(overlap, 0.0);
+  EXPECT_LE(overlap, 1.0);
+  EXPECT_NE(r.output.find("ms per step in 6 events"), std::string::npos) << r.output;  // a bucket and the loss, 3 steps
+  std::ifstream file(trace);
+  const std::string json((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"AllReduce\""), std::string::npos);
+  EXPECT_NE(json.find("\"comm\""), std::string::npos);
 }
 
 // --image-size builds the zoo's image models at N x N (synthetic data only).

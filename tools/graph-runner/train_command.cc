@@ -19,6 +19,7 @@
 #include "models/train_classifier.h"
 #include "passes/precision/auto_mixed_precision.h"
 #include "ops/register_ops.h"
+#include "runtime/communication_overlap.h"
 #include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
@@ -60,6 +61,7 @@ struct TrainArgs {
   double collective_timeout = 60;
   std::string job = "weir";
   bool print_losses = false;
+  std::string profile;
 };
 
 // The launched world (tools/graph-runner/launched_world.h); nullptr when
@@ -163,6 +165,19 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy, const 
                 step.gradient_merge_steps, strategy.gradient_merge.avg ? "averaged" : "summed", step.merged_collectives);
   }
   if (step.ranks > 1) std::printf("bytes_communicated_per_step: %lld\n", static_cast<long long>(step.allreduce_bytes));
+}
+
+// --profile: rank 0 writes its trace and says how much of its communication
+// ran beside computation (runtime/communication_overlap.h).
+void report_profile(const Profiler& profiler, const std::string& path, int64_t steps) {
+  profiler.write_chrome_trace(path);
+  const CommunicationOverlap overlap = communication_overlap(profiler.events());
+  std::printf("communication: %.3f ms per step in %lld events, %.3f ms of it beside computation\n",
+              static_cast<double>(overlap.communication_ns) / 1e6 / static_cast<double>(std::max<int64_t>(steps, 1)),
+              static_cast<long long>(overlap.events),
+              static_cast<double>(overlap.overlapped_ns) / 1e6 / static_cast<double>(std::max<int64_t>(steps, 1)));
+  std::printf("communication_overlap: %.3f\n", overlap.fraction());
+  std::cerr << "profile: " << path << " (" << profiler.events().size() << " events)\n";
 }
 
 // The devices a saved graph's nodes are placed on, default first, then by
@@ -316,6 +331,8 @@ void train_graph(const TrainArgs& args) {
   options.checkpoint = args.checkpoint;
   options.checkpoint_every = args.checkpoint_every;
   if (!rank0) options.log = nullptr;
+  Profiler profiler;
+  if (!args.profile.empty()) options.profiler = &profiler;
   Trainer trainer = world ? Trainer(*world, info, loader, options) : Trainer(session, info, loader, options);
   if (!args.resume.empty()) trainer.resume(args.resume);
   for (int r = 0; r < local_sessions; ++r) (world ? world->session(r) : session).reset_peak_memory();
@@ -338,6 +355,7 @@ void train_graph(const TrainArgs& args) {
     }
   }
   std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(peak));
+  if (!args.profile.empty()) report_profile(profiler, args.profile, stats.steps);
 }
 
 void train(const TrainArgs& args) {
@@ -375,6 +393,8 @@ void train(const TrainArgs& args) {
   options.checkpoint_every = args.checkpoint_every;
   options.resume = args.resume;
   options.strategy = strategy_of(args);
+  Profiler profiler;
+  if (!args.profile.empty()) options.profiler = &profiler;
   resolve_ranks_per_node(options.strategy, world.get(), ranks);
   if (args.batch % ranks != 0) {
     throw Error(ErrorKind::kInvalidArgument, "--batch " + std::to_string(args.batch) + " does not split evenly over " +
@@ -440,6 +460,7 @@ void train(const TrainArgs& args) {
   std::printf("ms_per_step: %.3f\n", result.ms_per_step);
   std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(result.peak_memory_bytes));
   if (result.test_accuracy >= 0) std::printf("test_accuracy: %.4f\n", result.test_accuracy);
+  if (!args.profile.empty()) report_profile(profiler, args.profile, result.steps);
 }
 
 }  // namespace
@@ -500,6 +521,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--job", args->job,
                   "in a world of processes: the job's namespace in the rendezvous store (default weir); jobs "
                   "sharing a store need different names");
+  cmd->add_option("--profile", args->profile,
+                  "write a Chrome/Perfetto trace of every step here (rank 0's), and print how much of the "
+                  "communication ran beside computation (communication_overlap)");
   cmd->add_flag("--print-losses", args->print_losses,
                 "print every step's loss ('step N loss: X', 9 significant digits) before the result lines");
   cmd->add_option("--mlp-layers", args->mlp_layers, "mlp: hidden layers (default 1)")->check(CLI::PositiveNumber);

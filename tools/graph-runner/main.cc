@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "tools/graph-runner/bench_command.h"
 #include "tools/graph-runner/comm_bench_command.h"
+#include "tools/graph-runner/explain_command.h"
 #include "tools/graph-runner/inspect_command.h"
 #include "tools/graph-runner/launch_command.h"
 #include "tools/graph-runner/optimize_command.h"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   weir::tools::add_train_command(app);
   weir::tools::add_launch_command(app);
   weir::tools::add_comm_bench_command(app);
+  weir::tools::add_explain_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

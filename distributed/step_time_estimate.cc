@@ -73,7 +73,7 @@ StepTimeEstimate estimate_step_time(const Graph& graph, const StepTimeOptions& o
   std::vector<double> ready_at(order.size(), 0);
   auto enqueue = [&](size_t i, double now) {
     ready_at[i] = now;
-    (is_collective(*order[i]) ? link : compute).queue.push_back(i);
+    (is_collective(*order[i]) && !options.shared_cores ? link : compute).queue.push_back(i);
   };
   for (size_t i = 0; i < order.size(); ++i) {
     if (waiting[i] == 0) enqueue(i, 0);
@@ -87,7 +87,7 @@ StepTimeEstimate estimate_step_time(const Graph& graph, const StepTimeOptions& o
       lane->queue.pop_front();
       const Node& node = *order[i];
       double seconds = 0;
-      if (lane == &link) {
+      if (is_collective(node)) {
         CollectiveEstimate c;
         c.node = node.name();
         c.op_type = node.op_type();

@@ -16,8 +16,9 @@
 // backward pass after it, and each update waits for its own bucket; the
 // step ends when the last node does. A collective with a skip input
 // (gradient merge) communicates once every `merge_steps` steps and is
-// counted at that fraction of its cost. Not modelled: contention between
-// the lanes for a rank's cores, and stragglers.
+// counted at that fraction of its cost. With shared_cores the lanes are one
+// (a CPU rank's communication takes the cores its kernels use). Not
+// modelled: partial contention between the lanes, and stragglers.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,10 @@ struct StepTimeOptions {
   LinkModel link{};
   double compute_seconds = 0;    // the step's computation on one rank, collectives aside
   int merge_steps = 1;           // gradient merge: steps per communication of skippable collectives
+  // true: communication runs on the cores that compute (CPU ranks whose
+  // transport and reductions take the cores the kernels use), so the two
+  // lanes are one and nothing overlaps.
+  bool shared_cores = false;
 };
 
 struct CollectiveEstimate {

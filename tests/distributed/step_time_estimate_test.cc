@@ -71,6 +71,11 @@ TEST(StepTimeEstimate, CommunicationOverlapsWhatDoesNotNeedIt) {
   alone.world = 1;
   EXPECT_NEAR(estimate_step_time(*overlapping_step(false), alone).step_seconds, 3e-3, 1e-12);
 
+  // Communication on the compute cores: nothing overlaps, 3 + 2.5 ms.
+  StepTimeOptions shared = options;
+  shared.shared_cores = true;
+  EXPECT_NEAR(estimate_step_time(*overlapping_step(false), shared).step_seconds, 5.5e-3, 1e-12);
+
   // Gradient merge over 5 steps: the allreduce costs 0.5 ms a step.
   StepTimeOptions merged = options;
   merged.merge_steps = 5;

@@ -39,6 +39,7 @@ struct ExplainArgs {
   int threads = 1;
   int cores_per_rank = 0;
   int ranks_per_node = 0;
+  bool shared_cores = false;
 };
 
 std::string bytes_text(double bytes) {
@@ -181,7 +182,7 @@ void explain(const ExplainArgs& args) {
     }
     Model model = load_model(args.model_file);
     infer_graph_types(*model.graph, default_op_registry());
-    StepTimeOptions options{.world = args.world, .link = link};
+    StepTimeOptions options{.world = args.world, .link = link, .shared_cores = args.shared_cores};
     const int64_t flops = estimate_step_time(*model.graph, options).flops;
     options.compute_seconds = static_cast<double>(flops) / (args.gflops * 1e9);
     const StepTimeEstimate estimate = estimate_step_time(*model.graph, options);
@@ -209,7 +210,8 @@ void explain(const ExplainArgs& args) {
     source = text;
   }
   BuiltStep many = args.world > 1 ? build_step(args, zoo, strategy, args.world) : std::move(one);
-  StepTimeOptions options{.world = args.world, .link = link, .merge_steps = many.training.gradient_merge_steps};
+  StepTimeOptions options{.world = args.world, .link = link, .merge_steps = many.training.gradient_merge_steps,
+                          .shared_cores = args.shared_cores};
   const int64_t flops = estimate_step_time(*many.graph.graph, options).flops;
   // The N-rank step adds the buckets' copies and casts: compute scales by FLOPs.
   options.compute_seconds = one_flops > 0 ? one_seconds * static_cast<double>(flops) / static_cast<double>(one_flops) : 0;
@@ -261,6 +263,8 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--cores-per-rank", args->cores_per_rank,
                   "intra-op threads of the measured step: the cores each rank will have (default: this machine's)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--shared-cores", args->shared_cores,
+                "communication takes the cores that compute (CPU ranks over Gloo), so it overlaps nothing");
   cmd->add_option("--ranks-per-node", args->ranks_per_node,
                   "ranks per node for a hierarchical allreduce whose strategy leaves it to the world (default: one node)")
       ->check(CLI::Range(1, 1 << 20));

@@ -25,6 +25,14 @@ int64_t static_bytes(const Value* value) {
 
 }  // namespace
 
+int64_t compute_flops(const Graph& graph) {
+  int64_t flops = 0;
+  for (const Node* node : graph.nodes()) {
+    if (!is_collective(*node)) flops += estimated_flops(*node);
+  }
+  return flops;
+}
+
 StepTimeEstimate estimate_step_time(const Graph& graph, const StepTimeOptions& options) {
   if (options.world < 1) {
     throw Error(ErrorKind::kInvalidArgument, "step time estimate: the world needs at least 1 rank, got " +
@@ -38,9 +46,7 @@ StepTimeEstimate estimate_step_time(const Graph& graph, const StepTimeOptions& o
   }
   StepTimeEstimate estimate;
   const std::vector<Node*> order = graph.topological_order();
-  for (const Node* node : order) {
-    if (!is_collective(*node)) estimate.flops += estimated_flops(*node);
-  }
+  estimate.flops = compute_flops(graph);
   estimate.compute_seconds = options.compute_seconds;
   const double seconds_per_flop =
       estimate.flops > 0 ? options.compute_seconds / static_cast<double>(estimate.flops) : 0.0;

@@ -65,4 +65,8 @@ struct StepTimeEstimate {
 
 StepTimeEstimate estimate_step_time(const Graph& graph, const StepTimeOptions& options);
 
+// The FLOPs of the step's computation (collectives aside): what
+// compute_seconds is spread over, and StepTimeEstimate::flops.
+int64_t compute_flops(const Graph& graph);
+
 }  // namespace weir

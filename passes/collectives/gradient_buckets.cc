@@ -65,9 +65,11 @@ class Rewrite {
     // Without overlap every bucket waits for the whole backward pass: a
     // control edge from each producer of any bucketed gradient.
     std::vector<Node*> producers;
-    for (const Bucket& bucket : buckets) {
-      for (const Member& member : bucket.members) {
-        if (Node* producer = member.source->producer(); producer != nullptr) producers.push_back(producer);
+    if (!options_.overlap) {
+      for (const Bucket& bucket : buckets) {
+        for (const Member& member : bucket.members) {
+          if (Node* producer = member.source->producer(); producer != nullptr) producers.push_back(producer);
+        }
       }
     }
     GradientBucketResult result;

@@ -66,19 +66,17 @@ bool GradientMerge::run(Graph& graph, PassContext& context) {
   std::unordered_map<const Node*, size_t> position;
   const std::vector<Node*> topological = graph.topological_order();
   for (size_t i = 0; i < topological.size(); ++i) position[topological[i]] = i;
-  std::vector<size_t> production(step.raw_gradients.size());
+  std::vector<size_t> production(step.raw_gradients.size()), produced_at(step.raw_gradients.size(), 0);
   for (size_t i = 0; i < production.size(); ++i) {
     production[i] = i;
-    if (graph.find_value(step.raw_gradients[i]) == nullptr) {
+    const Value* gradient = graph.find_value(step.raw_gradients[i]);
+    if (gradient == nullptr) {
       throw Error(ErrorKind::kInvalidArgument, "gradient_merge: no gradient '" + step.raw_gradients[i] + "'");
     }
+    if (gradient->producer() != nullptr) produced_at[i] = position[gradient->producer()];
   }
-  auto produced_at = [&](size_t i) {
-    const Node* producer = graph.find_value(step.raw_gradients[i])->producer();
-    return producer == nullptr ? size_t{0} : position[producer];
-  };
   std::stable_sort(production.begin(), production.end(),
-                   [&](size_t a, size_t b) { return produced_at(a) < produced_at(b); });
+                   [&](size_t a, size_t b) { return produced_at[a] < produced_at[b]; });
 
   const double scale = options_.avg ? 1.0 / static_cast<double>(k) : 1.0;
   for (size_t i : production) {

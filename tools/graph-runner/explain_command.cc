@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <random>
 
 #include "core/error.h"
 #include "core/model_io.h"
@@ -19,6 +18,7 @@
 #include "runtime/memory_estimate.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
+#include "tools/graph-runner/synthetic_examples.h"
 
 namespace weir::tools {
 
@@ -82,19 +82,7 @@ double measure_compute(const BuiltStep& step, const models::ZooOptions& zoo, con
   SessionOptions options;
   options.inter_op_threads = args.threads;
   Session session(compile(*step.graph.graph), options);
-  const Value* x = step.graph.graph->find_value(step.graph.input);
-  std::vector<int64_t> sizes = x->shape().sizes();
-  Tensor input(x->dtype(), sizes);
-  std::mt19937_64 rng(7);
-  for (int64_t i = 0; i < input.num_elements(); ++i) {
-    if (x->dtype() == DType::kInt64) {
-      input.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.vocab));
-    } else {
-      input.data<float>()[i] = static_cast<float>(static_cast<double>(rng() >> 11) * 0x1.0p-53);
-    }
-  }
-  Tensor labels(DType::kInt64, {args.batch});
-  for (int64_t i = 0; i < args.batch; ++i) labels.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.classes));
+  auto [input, labels] = synthetic_examples(step.graph, zoo, args.batch, /*seed=*/7);
   std::map<std::string, Tensor> feeds = {{step.graph.input, input}, {step.graph.labels, labels},
                                          {step.training.lr_input, Tensor::scalar(1e-4f)}};
   std::vector<double> seconds;
@@ -183,8 +171,7 @@ void explain(const ExplainArgs& args) {
     Model model = load_model(args.model_file);
     infer_graph_types(*model.graph, default_op_registry());
     StepTimeOptions options{.world = args.world, .link = link, .shared_cores = args.shared_cores};
-    const int64_t flops = estimate_step_time(*model.graph, options).flops;
-    options.compute_seconds = static_cast<double>(flops) / (args.gflops * 1e9);
+    options.compute_seconds = static_cast<double>(compute_flops(*model.graph)) / (args.gflops * 1e9);
     const StepTimeEstimate estimate = estimate_step_time(*model.graph, options);
     std::printf("step: %s, as saved, on each of %d ranks\n", args.model_file.c_str(), args.world);
     print_estimate(estimate, args.world, memory_of(*model.graph), "FLOPs at --gflops", 0);
@@ -196,7 +183,7 @@ void explain(const ExplainArgs& args) {
   Strategy strategy;
   if (!args.strategy_file.empty()) strategy = read_strategy_file(args.strategy_file, strategy);
   BuiltStep one = build_step(args, zoo, strategy, 1);
-  const int64_t one_flops = estimate_step_time(*one.graph.graph, {}).flops;
+  const int64_t one_flops = compute_flops(*one.graph.graph);
   double one_seconds = 0;
   std::string source;
   if (args.gflops > 0) {
@@ -212,7 +199,7 @@ void explain(const ExplainArgs& args) {
   BuiltStep many = args.world > 1 ? build_step(args, zoo, strategy, args.world) : std::move(one);
   StepTimeOptions options{.world = args.world, .link = link, .merge_steps = many.training.gradient_merge_steps,
                           .shared_cores = args.shared_cores};
-  const int64_t flops = estimate_step_time(*many.graph.graph, options).flops;
+  const int64_t flops = compute_flops(*many.graph.graph);
   // The N-rank step adds the buckets' copies and casts: compute scales by FLOPs.
   options.compute_seconds = one_flops > 0 ? one_seconds * static_cast<double>(flops) / static_cast<double>(one_flops) : 0;
   const StepTimeEstimate estimate = estimate_step_time(*many.graph.graph, options);

@@ -24,6 +24,7 @@
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tools/graph-runner/launched_world.h"
+#include "tools/graph-runner/synthetic_examples.h"
 
 namespace weir::tools {
 
@@ -193,25 +194,6 @@ std::vector<Device> devices_named_by(const Graph& graph) {
     return std::pair(static_cast<int>(a.type), a.index) < std::pair(static_cast<int>(b.type), b.index);
   });
   return devices;
-}
-
-// Seeded random examples shaped like the model's input, and random labels.
-std::pair<Tensor, Tensor> synthetic_data(const models::ClassifierGraph& shape, const models::ZooOptions& zoo,
-                                         int64_t count, uint64_t seed) {
-  std::vector<int64_t> sizes = {count};
-  sizes.insert(sizes.end(), shape.example_shape.begin(), shape.example_shape.end());
-  Tensor x(shape.input_dtype, sizes);
-  Tensor y(DType::kInt64, {count});
-  std::mt19937_64 rng(seed);
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    if (shape.input_dtype == DType::kInt64) {
-      x.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.vocab));
-    } else {
-      x.data<float>()[i] = static_cast<float>(static_cast<double>(rng() >> 11) * 0x1.0p-53);
-    }
-  }
-  for (int64_t i = 0; i < count; ++i) y.data<int64_t>()[i] = static_cast<int64_t>(rng() % static_cast<uint64_t>(zoo.classes));
-  return {x, y};
 }
 
 // Seeded random batches for each data input of a training graph: floats in
@@ -412,7 +394,7 @@ void train(const TrainArgs& args) {
       throw Error(ErrorKind::kInvalidArgument, "--synthetic-examples " + std::to_string(count) +
                                                    " is fewer than one batch of " + std::to_string(args.batch));
     }
-    std::tie(train_x, train_y) = synthetic_data(shape, options.zoo, count, args.seed + 1);
+    std::tie(train_x, train_y) = synthetic_examples(shape, options.zoo, count, args.seed + 1);
   } else {
     if (args.model == "bert") {
       throw Error(ErrorKind::kInvalidArgument, "--model bert trains on --data synthetic (token ids), not on images");

@@ -64,7 +64,7 @@ std::string Plan::to_string() const {
     }
     out << "\n";
   }
-  out << "memory: " << memory_.planned_values << " values (" << memory_.in_place_values << " in place), "
+  out << "memory: " << memory_.planned_values << " values (" << memory_.in_place_values << " in place, " << memory_.joined_values << " joined), "
       << memory_.total_value_bytes << " bytes without reuse, " << memory_.planned_bytes() << " bytes planned";
   for (const DeviceArena& arena : memory_.arenas) out << "; " << arena.device.to_string() << " " << arena.bytes;
   out << "\n";
@@ -94,7 +94,7 @@ std::shared_ptr<const Plan> compile(std::unique_ptr<Graph> placed, const Compile
   }
   place_graph(*placed, devices, options.default_device);
   Schedule schedule = build_schedule(*placed, devices, ops);
-  MemoryPlan memory = options.plan_memory ? plan_memory(*placed, schedule, ops) : MemoryPlan{};
+  MemoryPlan memory = options.plan_memory ? plan_memory(*placed, schedule, ops, nullptr, options.join_pieces) : MemoryPlan{};
   return std::make_shared<const Plan>(std::move(placed), std::move(devices), std::move(schedule), std::move(memory),
                                       kernels, options.plan_memory ? &ops : nullptr);
 }

@@ -40,6 +40,10 @@ struct CompileOptions {
   // Plan intermediate values into one arena per device (offsets, reuse,
   // in-place). Off: every value is allocated when it is produced.
   bool plan_memory = true;
+  // Place a Concat's inputs inside its output and a Split's outputs inside
+  // its input where safe (runtime/memory_planner.h). Off: the copies they
+  // save are made, to measure them (bench/bucket_views_bench).
+  bool join_pieces = true;
   // The inference pass pipeline to run first (passes/pass_manager.h): 0
   // runs none, 3 all. Level 2 and up freeze parameters nothing writes into
   // constants, after which Session::set_state no longer reaches them; that

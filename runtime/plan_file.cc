@@ -67,7 +67,7 @@ class PlanWriter {
     auto root = fbs::CreatePlan(fb_, kPlanFormatVersion, fb_.CreateString(graph.name()), fb_.CreateVector(value_tables),
                                 fb_.CreateVector(inputs), fb_.CreateVector(outputs), fb_.CreateVector(nodes),
                                 fb_.CreateVector(devices), fb_.CreateVector(arenas), fb_.CreateVector(slots),
-                                memory.total_value_bytes, memory.in_place_values);
+                                memory.total_value_bytes, memory.in_place_values, memory.joined_values);
     fbs::FinishPlanBuffer(fb_, root);
 
     size_t fb_size = fb_.GetSize();
@@ -302,6 +302,7 @@ class PlanReader {
     }
     memory.total_value_bytes = root_.total_value_bytes();
     memory.in_place_values = root_.in_place_values();
+    memory.joined_values = root_.joined_values();
     return memory;
   }
 

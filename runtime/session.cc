@@ -226,7 +226,7 @@ std::shared_ptr<const MemoryPlan> Session::memory_for(const std::map<std::string
   constexpr size_t kMaxPlannedShapes = 8;
   if (memory_plans_.size() >= kMaxPlannedShapes) return fixed;
   auto planned = std::make_shared<const MemoryPlan>(
-      plan_memory(plan_->graph(), plan_->schedule(), *plan_->replan_registry(), &bindings));
+      plan_memory(plan_->graph(), plan_->schedule(), *plan_->replan_registry(), &bindings, fixed->join_pieces));
   memory_plans_.emplace(bindings, planned);
   return planned;
 }

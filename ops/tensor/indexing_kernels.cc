@@ -50,6 +50,9 @@ void move_pieces(const std::vector<const Tensor*>& pieces, const Tensor& joined,
       for (int64_t o = begin; o < end; ++o) {
         char* whole = base + static_cast<size_t>(o * joined_row + offsets[p]) * element;
         char* part = data + static_cast<size_t>(o * piece_row) * element;
+        // The memory planner may have placed the piece where it belongs
+        // (runtime/memory_planner.h): nothing to copy.
+        if (whole == part) continue;
         if (join) std::memcpy(whole, part, static_cast<size_t>(piece_row) * element);
         else std::memcpy(part, whole, static_cast<size_t>(piece_row) * element);
       }

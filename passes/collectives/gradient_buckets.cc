@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 
@@ -174,10 +175,8 @@ class Rewrite {
     const std::string prefix = "dp/bucket" + std::to_string(index);
     const std::optional<Device> device = bucket.members.front().allreduce->device();
     const std::string stream = stream_name(index % options_.comm_streams);
-    const int64_t padded =
-        (bucket.elements + options_.pad_to_multiple - 1) / options_.pad_to_multiple * options_.pad_to_multiple;
     GradientBucket described;
-    described.elements = padded;
+    described.elements = bucket.elements;
     described.dtype = bucket.dtype;
     described.stream = stream;
     for (const Member& member : bucket.members) described.values.push_back(member.allreduce->input(0)->name());
@@ -193,17 +192,26 @@ class Rewrite {
 
     std::vector<Value*> parts;
     std::vector<int64_t> sizes;
-    for (const Member& member : bucket.members) {
+    std::vector<size_t> part_of_member;
+    for (size_t i = 0; i < bucket.members.size(); ++i) {
+      const Member& member = bucket.members[i];
       Value* flat = add("Reshape", {member.source, flat_shape()}, 1, {}, prefix + "/flatten", device)->output(0);
       if (flat->dtype() != bucket.dtype) flat = cast(flat, bucket.dtype, prefix + "/cast", device);
+      part_of_member.push_back(parts.size());
       parts.push_back(flat);
       sizes.push_back(member.elements);
+      if (const int64_t gap = i + 1 < bucket.members.size() ? gap_after(member.elements, bucket.dtype) : 0; gap > 0) {
+        parts.push_back(zeros(bucket.dtype, gap, prefix + "/gap"));
+        sizes.push_back(gap);
+        described.gap_elements += gap;
+      }
     }
-    if (padded > bucket.elements) {
-      Tensor zeros(bucket.dtype, {padded - bucket.elements});
-      std::memset(zeros.raw_data(), 0, zeros.nbytes());
-      parts.push_back(graph_.add_constant(graph_.unique_name(prefix + "/padding"), std::move(zeros)));
-      sizes.push_back(padded - bucket.elements);
+    const int64_t length = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+    const int64_t padded = (length + options_.pad_to_multiple - 1) / options_.pad_to_multiple * options_.pad_to_multiple;
+    described.elements = padded;
+    if (padded > length) {
+      parts.push_back(zeros(bucket.dtype, padded - length, prefix + "/padding"));
+      sizes.push_back(padded - length);
     }
     Value* packed = parts.size() == 1 ? parts.front()
                                       : add("Concat", parts, 1, {{"axis", Attribute(int64_t{0})}}, prefix + "/pack", device)->output(0);
@@ -223,7 +231,7 @@ class Rewrite {
       const Member& member = bucket.members[i];
       const std::vector<int64_t> dims = member.averaged->shape().sizes();
       Value* restored =
-          add("Reshape", {pieces[i], shape_constant(prefix + "/shape", dims)}, 1, {}, prefix + "/unflatten", device)->output(0);
+          add("Reshape", {pieces[part_of_member[i]], shape_constant(prefix + "/shape", dims)}, 1, {}, prefix + "/unflatten", device)->output(0);
       const std::string name = member.averaged->name();
       graph_.replace_all_uses(member.averaged, restored);
       graph_.remove_node(member.allreduce);
@@ -237,6 +245,27 @@ class Rewrite {
     return described;
   }
 
+  // Zeros after a member so the next one starts at a multiple of
+  // `align_bytes` in its bucket: the memory planner places a gradient inside
+  // its bucket only at an aligned offset.
+  int64_t gap_after(int64_t elements, DType dtype) const {
+    const int64_t element = static_cast<int64_t>(dtype_size(dtype));
+    if (options_.align_bytes <= element || options_.align_bytes % element != 0) return 0;
+    const int64_t bytes = elements * element;
+    return (options_.align_bytes - bytes % options_.align_bytes) % options_.align_bytes / element;
+  }
+
+  // A zero constant, one per dtype and length.
+  Value* zeros(DType dtype, int64_t elements, const std::string& name) {
+    Value*& value = zeros_[{dtype, elements}];
+    if (value == nullptr) {
+      Tensor tensor(dtype, {elements});
+      std::memset(tensor.raw_data(), 0, tensor.nbytes());
+      value = graph_.add_constant(graph_.unique_name(name), std::move(tensor));
+    }
+    return value;
+  }
+
   Value* flat_shape() {
     if (flat_shape_ == nullptr) flat_shape_ = shape_constant("dp/flat_shape", {-1});
     return flat_shape_;
@@ -246,6 +275,7 @@ class Rewrite {
   const GradientBucketOptions& options_;
   const OpRegistry& registry_;
   Value* flat_shape_ = nullptr;
+  std::map<std::pair<DType, int64_t>, Value*> zeros_;
   int moved_ = 0;
   int added_ = 0;
 };

@@ -12,9 +12,12 @@
 // while most of the backward pass still runs, and its AllReduce overlaps it:
 // a bucket's AllReduce reads only its own gradients, and each gradient's
 // reader (its update) reads only its own bucket's result. Each gradient is
-// viewed as 1-D (Reshape), the bucket is their Concat, padded with zeros to
-// a multiple of `pad_to_multiple` (what a topology's reduce-scatter
-// divides), averaged by one AllReduce, and split back (Split, Reshape).
+// viewed as 1-D (Reshape), the bucket is their Concat (each value at an
+// `align_bytes` boundary), padded with zeros to a multiple of
+// `pad_to_multiple` (what a topology's reduce-scatter divides), averaged by
+// one AllReduce, and split back (Split, Reshape). The memory planner places
+// the gradients inside the Concat's output and the pieces inside the
+// AllReduce's (runtime/memory_planner.h): neither copies.
 // Buckets take communication streams "comm", "comm:1", ... in turn
 // (`comm_streams`; Fleet's nccl_comm_num), each stream its own communicator
 // context, so several buckets are in flight at once.
@@ -50,6 +53,10 @@ struct GradientBucketOptions {
   // The dtype buckets are averaged in; kFloat32: each value's own dtype.
   DType dtype = DType::kFloat32;
   int64_t pad_to_multiple = 1;  // bucket lengths padded to a multiple of this
+  // Each value starts at a multiple of this many bytes in its bucket (zeros
+  // fill the gaps), so the memory planner can place every gradient inside
+  // its bucket, where the backward pass then writes it: no packing copy.
+  int64_t align_bytes = 64;
   // false: every bucket's AllReduce also waits (control edges) for every
   // bucketed gradient, so communication starts after the backward pass,
   // as a baseline to measure the overlap against.
@@ -59,7 +66,8 @@ struct GradientBucketOptions {
 struct GradientBucket {
   std::string allreduce;              // the bucket's AllReduce node
   std::vector<std::string> values;    // what it averages, in bucket order
-  int64_t elements = 0;               // padded length
+  int64_t elements = 0;               // padded length, gaps included
+  int64_t gap_elements = 0;           // zeros between values (align_bytes)
   DType dtype = DType::kFloat32;      // as communicated
   std::string stream;                 // "comm", "comm:1", ...
   int64_t bytes() const { return elements * static_cast<int64_t>(dtype_size(dtype)); }

@@ -109,7 +109,9 @@ TEST(GradientBuckets, BucketsFollowTheBackwardPassAndKeepTheirLimits) {
       last_bytes = gradient->shape().num_elements() * 4;
       bytes += last_bytes;
     }
-    EXPECT_EQ(bucket.elements * 4, bytes) << "bucket " << b << " (no padding without a topology)";
+    // No padding without a topology; gaps only to start each value at 64 bytes.
+    EXPECT_EQ((bucket.elements - bucket.gap_elements) * 4, bytes) << "bucket " << b;
+    EXPECT_LT(bucket.gap_elements, 16 * static_cast<int64_t>(bucket.values.size())) << "bucket " << b;
     // It closed on the value that reached its limit (the last may be short).
     const int64_t limit = b == 0 ? 1024 : 6 * 1024;
     EXPECT_LT(bytes - last_bytes, limit) << "bucket " << b;
@@ -123,11 +125,23 @@ TEST(GradientBuckets, BucketsFollowTheBackwardPassAndKeepTheirLimits) {
     const Node* pack = allreduce->input(0)->producer();
     if (bucket.values.size() > 1) {
       ASSERT_EQ(pack->op_type(), "Concat");
-      ASSERT_EQ(pack->num_inputs(), bucket.values.size());
-      for (size_t i = 0; i < bucket.values.size(); ++i) {
-        EXPECT_EQ(pack->input(i)->producer()->op_type(), "Reshape");
-        EXPECT_EQ(pack->input(i)->producer()->input(0)->name(), bucket.values[i]);
+      // The values' views, each followed by zeros where it does not end at
+      // a 64-byte boundary.
+      size_t next = 0;
+      int64_t offset = 0;
+      for (size_t k = 0; k < pack->num_inputs(); ++k) {
+        const Value* piece = pack->input(k);
+        if (piece->producer() == nullptr) {
+          EXPECT_TRUE(piece->is_constant()) << "input " << k << " of " << pack->name();
+        } else {
+          ASSERT_LT(next, bucket.values.size());
+          EXPECT_EQ(piece->producer()->op_type(), "Reshape");
+          EXPECT_EQ(piece->producer()->input(0)->name(), bucket.values[next++]);
+          EXPECT_EQ(offset % 64, 0) << bucket.values[next - 1] << " starts at byte " << offset;
+        }
+        offset += piece->shape().num_elements() * 4;
       }
+      EXPECT_EQ(next, bucket.values.size());
     }
   }
   EXPECT_EQ(seen.size(), step.training.parameters.size());
@@ -168,7 +182,70 @@ TEST(GradientBuckets, BucketedTrainingIsBitwiseThePerGradientAllReduces) {
     EXPECT_EQ(streams.graph.graph->find_node(streams.training.buckets[b].allreduce)->stream(), want);
   }
   expect_bitwise(train(streams, ranks, 5), reference, "buckets on 3 communication streams");
-  EXPECT_EQ(streams.training.allreduce_bytes, separate.training.allreduce_bytes);
+  // The same bytes, but for the zeros that start each value at 64 bytes.
+  int64_t gaps = 0;
+  for (const GradientBucket& bucket : streams.training.buckets) gaps += bucket.gap_elements * 4;
+  EXPECT_EQ(streams.training.allreduce_bytes - gaps, separate.training.allreduce_bytes);
+}
+
+// Gradients as views into their bucket: the memory planner places every
+// gradient inside its bucket's Concat, where the backward pass writes it,
+// and every piece of the Split inside the AllReduce's output, so neither
+// copies; training is bit for bit the copying plan's.
+TEST(GradientBuckets, GradientsAreWrittenInsideTheirBucket) {
+  const int ranks = 2;
+  Step joined = step_with(communication(ranks, [](GradientCommunicationStrategy& c) {
+    c.fuse_grad_size_in_MB = 4.0 / 1024;
+    c.first_bucket_MB = 1.0 / 1024;
+  }));
+  const Plan& plan = *joined.plan;
+  const MemoryPlan& memory = plan.memory();
+  auto viewed = [](const Value* value) {
+    while (value->producer() != nullptr && value->producer()->op_type() == "Reshape") value = value->producer()->input(0);
+    return value;
+  };
+  int members = 0;
+  for (const GradientBucket& bucket : joined.training.buckets) {
+    const Node* allreduce = plan.graph().find_node(bucket.allreduce);
+    ASSERT_NE(allreduce, nullptr) << bucket.allreduce;
+    const Node* pack = allreduce->input(0)->producer();
+    if (bucket.values.size() < 2) continue;
+    ASSERT_EQ(pack->op_type(), "Concat");
+    const BufferSlot* packed = memory.find(pack->output(0));
+    const BufferSlot* reduced = memory.find(allreduce->output(0));
+    ASSERT_TRUE(packed != nullptr && reduced != nullptr) << bucket.allreduce;
+    const Node* unpack = nullptr;
+    for (const Use& use : allreduce->output(0)->uses()) {
+      if (use.node != nullptr && use.node->op_type() == "Split") unpack = use.node;
+    }
+    ASSERT_NE(unpack, nullptr) << bucket.allreduce;
+    int64_t offset = 0;
+    for (size_t k = 0; k < pack->num_inputs(); ++k) {
+      const Value* piece = pack->input(k);
+      if (!piece->is_constant()) {
+        const BufferSlot* gradient = memory.find(viewed(piece));
+        ASSERT_NE(gradient, nullptr) << viewed(piece)->name();
+        EXPECT_EQ(gradient->offset, packed->offset + offset) << viewed(piece)->name() << " is not inside " << pack->name();
+        const BufferSlot* averaged = memory.find(unpack->output(k));
+        ASSERT_NE(averaged, nullptr) << unpack->output(k)->name();
+        EXPECT_EQ(averaged->offset, reduced->offset + offset) << unpack->output(k)->name() << " is not inside its bucket";
+        ++members;
+      }
+      offset += piece->shape().num_elements() * 4;
+    }
+  }
+  EXPECT_GE(members, 4);
+  EXPECT_GE(memory.joined_values, 2 * members);
+
+  Step apart;
+  apart.training = joined.training;
+  CompileOptions copying;
+  copying.join_pieces = false;
+  apart.plan = compile(*joined.graph.graph, copying);
+  EXPECT_EQ(apart.plan->memory().joined_values, 0);
+  std::printf("planned arena: %lld bytes with the gradients inside their buckets, %lld copied into them\n",
+              static_cast<long long>(memory.planned_bytes()), static_cast<long long>(apart.plan->memory().planned_bytes()));
+  expect_bitwise(train(joined, ranks, 5), train(apart, ranks, 5), "gradients inside their buckets");
 }
 
 // overlap_communication off: every bucket's AllReduce waits (control edges)
@@ -210,9 +287,13 @@ TEST(GradientBuckets, HalfPrecisionCommunicationHalvesTheBytes) {
         step_with(communication(ranks, [&](GradientCommunicationStrategy& c) { c.allreduce_dtype = dtype; }), OptimizerKind::kSgd);
     ASSERT_EQ(half.training.buckets.size(), 1u) << what;
     EXPECT_EQ(half.training.buckets[0].dtype, dtype);
-    EXPECT_EQ(half.training.buckets[0].bytes() * 2, f32.training.buckets[0].bytes()) << what;
+    // Half the bytes, but for the zeros that start each value at 64 bytes.
+    const GradientBucket& h = half.training.buckets[0];
+    const GradientBucket& f = f32.training.buckets[0];
+    const int64_t half_gaps = h.gap_elements * 2, f32_gaps = f.gap_elements * 4;
+    EXPECT_EQ((h.bytes() - half_gaps) * 2, f.bytes() - f32_gaps) << what;
     // The loss (4 bytes, averaged where it is computed) stays f32.
-    EXPECT_EQ((half.training.allreduce_bytes - 4) * 2, f32.training.allreduce_bytes - 4) << what;
+    EXPECT_EQ((half.training.allreduce_bytes - 4 - half_gaps) * 2, f32.training.allreduce_bytes - 4 - f32_gaps) << what;
     EXPECT_EQ(half.training.comm_added_casts, static_cast<int>(half.training.parameters.size()) + 1) << what;
     const Trace trained = train(half, ranks, 5);
     // bf16 keeps 8 bits of each averaged gradient, f16 11.

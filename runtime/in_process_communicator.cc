@@ -291,11 +291,17 @@ class InProcessCommunicator final : public Communicator {
 
  private:
   // The n-th call with `tag` on this rank meets the n-th call on the others.
-  std::string key(const std::string& tag) { return tag + "#" + std::to_string(counts_[tag]++); }
+  // Calls come from each communication stream's thread (comm_streams), each
+  // with its own tags: the counts are shared, the order per tag is not.
+  std::string key(const std::string& tag) {
+    std::lock_guard<std::mutex> lock(counts_mutex_);
+    return tag + "#" + std::to_string(counts_[tag]++);
+  }
   // Point to point: the n-th send from src to dst with `tag` meets the n-th
   // receive at dst from src with `tag`.
   std::string p2p_key(int src, int dst, const std::string& tag) {
     std::string channel = "p2p " + std::to_string(src) + "->" + std::to_string(dst) + " " + tag;
+    std::lock_guard<std::mutex> lock(counts_mutex_);
     return channel + "#" + std::to_string(counts_[channel]++);
   }
 
@@ -315,6 +321,7 @@ class InProcessCommunicator final : public Communicator {
 
   std::shared_ptr<GroupState> group_;
   int rank_;
+  std::mutex counts_mutex_;
   std::map<std::string, int64_t> counts_;
   std::mutex subgroups_mutex_;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;

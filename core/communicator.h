@@ -28,8 +28,11 @@
 // kernel on any rank fails, so no rank waits forever for a dead peer.
 //
 // Tensors are dense; an output may be its input (in place). Calls on one
-// Communicator object come from one thread at a time (a rank's
-// communication stream); different ranks' objects are used concurrently.
+// Communicator object come from its rank's communication streams, one
+// thread per stream (comm_streams), so several at once, each stream's in
+// order and with tags of its own; an implementation keeps what they share
+// (call counts, channels) locked. Different ranks' objects are used
+// concurrently.
 #pragma once
 
 #include <chrono>

@@ -248,10 +248,7 @@ class Planner {
     if (parent < 0 || buffers_[static_cast<size_t>(parent)].dead || buffers_[static_cast<size_t>(parent)].values.front() != output) return;
     if (!node.has_attr("axis") || leading_extent(output, node.attr("axis").i()) != 1) return;
     // Writes to the output after the Concat (in place over it).
-    std::vector<int> later_writes;
-    for (int d : buffers_[static_cast<size_t>(parent)].defs) {
-      if (d != step) later_writes.push_back(d);
-    }
+    const std::vector<int> later_writes = writes_other_than(parent, step);
     int64_t offset = 0;
     bool joined = false;
     for (size_t k = 0; k < node.num_inputs(); ++k) {
@@ -260,10 +257,9 @@ class Planner {
       if (bytes < 0) return;  // the offsets after it are unknown
       const int64_t at = offset;
       offset += bytes;
-      const int child = buffer_of(piece);
-      if (!whole_of_buffer(piece, child, bytes) || child == parent || at % kAlignment != 0) continue;
+      const int child = candidate(piece, bytes, at, parent);
+      if (child < 0) continue;
       const Buffer& c = buffers_[static_cast<size_t>(child)];
-      if (!(c.device == buffers_[static_cast<size_t>(parent)].device)) continue;
       if (!std::all_of(c.defs.begin(), c.defs.end(), [&](int d) { return before(d, step); })) continue;
       if (!read_before_writes(c.touches, step, later_writes)) continue;
       join(parent, child, at);
@@ -289,26 +285,32 @@ class Planner {
       if (bytes < 0) return;
       const int64_t at = offset;
       offset += bytes;
-      const int child = buffer_of(piece);
-      if (!whole_of_buffer(piece, child, bytes) || child == parent || at % kAlignment != 0) continue;
-      const Buffer& c = buffers_[static_cast<size_t>(child)];
-      if (!(c.device == buffers_[static_cast<size_t>(parent)].device)) continue;
-      std::vector<int> later_writes;
-      for (int d : c.defs) {
-        if (d != step) later_writes.push_back(d);
-      }
-      if (!read_before_writes(input_reads, step, later_writes)) continue;
+      const int child = candidate(piece, bytes, at, parent);
+      if (child < 0 || !read_before_writes(input_reads, step, writes_other_than(child, step))) continue;
       join(parent, child, at);
       aliases_input_.insert(piece);
     }
   }
 
-  // `value` is all of buffer `b`, from its start, exactly (not a view that
-  // may be a copy).
-  bool whole_of_buffer(const Value* value, int b, int64_t bytes) const {
-    if (b < 0 || buffers_[static_cast<size_t>(b)].dead || !exact_.count(value)) return false;
-    auto offset = offset_in_buffer_.find(value);
-    return buffers_[static_cast<size_t>(b)].bytes == bytes && (offset == offset_in_buffer_.end() || offset->second == 0);
+  // The buffer of `piece` when it may join `parent` `at` bytes from its
+  // start (aligned, on its device), and the piece is all of that buffer,
+  // exactly (not a view that may be a copy); else -1.
+  int candidate(const Value* piece, int64_t bytes, int64_t at, int parent) const {
+    const int b = buffer_of(piece);
+    if (b < 0 || b == parent || at % kAlignment != 0 || !exact_.count(piece)) return -1;
+    const Buffer& buffer = buffers_[static_cast<size_t>(b)];
+    if (buffer.dead || buffer.bytes != bytes || !(buffer.device == buffers_[static_cast<size_t>(parent)].device)) return -1;
+    auto offset = offset_in_buffer_.find(piece);
+    return offset == offset_in_buffer_.end() || offset->second == 0 ? b : -1;
+  }
+
+  // The steps that write buffer `b`, but `step`.
+  std::vector<int> writes_other_than(int b, int step) const {
+    std::vector<int> writes;
+    for (int d : buffers_[static_cast<size_t>(b)].defs) {
+      if (d != step) writes.push_back(d);
+    }
+    return writes;
   }
 
   // Every read (other than `step`) happens before every write.

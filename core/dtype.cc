@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -40,15 +41,15 @@ std::string_view dtype_name(DType dtype) {
   return "undefined";
 }
 
-DType parse_dtype(std::string_view name) {
+std::optional<DType> find_dtype(std::string_view name) {
   struct Alias {
     std::string_view name;
     DType dtype;
   };
   static constexpr Alias kAliases[] = {
-      {"f32", DType::kFloat32},   {"float", DType::kFloat32},   {"float32", DType::kFloat32},
+      {"f32", DType::kFloat32},   {"float", DType::kFloat32},   {"float32", DType::kFloat32}, {"fp32", DType::kFloat32},
       {"f64", DType::kFloat64},   {"double", DType::kFloat64},  {"float64", DType::kFloat64},
-      {"f16", DType::kFloat16},   {"float16", DType::kFloat16}, {"half", DType::kFloat16},
+      {"f16", DType::kFloat16},   {"float16", DType::kFloat16}, {"half", DType::kFloat16},  {"fp16", DType::kFloat16},
       {"bf16", DType::kBFloat16}, {"bfloat16", DType::kBFloat16},
       {"i8", DType::kInt8},       {"int8", DType::kInt8},
       {"u8", DType::kUInt8},      {"uint8", DType::kUInt8},
@@ -60,6 +61,11 @@ DType parse_dtype(std::string_view name) {
   for (const Alias& alias : kAliases) {
     if (alias.name == name) return alias.dtype;
   }
+  return std::nullopt;
+}
+
+DType parse_dtype(std::string_view name) {
+  if (std::optional<DType> dtype = find_dtype(name)) return *dtype;
   throw Error(ErrorKind::kInvalidArgument,
               "unknown dtype '" + std::string(name) +
                   "' (expected one of f32, f64, f16, bf16, i8, u8, i16, i32, i64, bool)");

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace weir {
@@ -39,8 +40,11 @@ inline constexpr DType kAllDTypes[] = {
 size_t dtype_size(DType dtype);
 // Short name: f32, f64, f16, bf16, i8, u8, i16, i32, i64, bool ("undefined").
 std::string_view dtype_name(DType dtype);
-// Inverse of dtype_name; also accepts ONNX-style names (float, float16, int64...).
+// Inverse of dtype_name; also accepts ONNX-style names (float, float16, int64...)
+// and Paddle's fp32 and fp16.
 DType parse_dtype(std::string_view name);
+// The same, or nullopt for a name that is none of them.
+std::optional<DType> find_dtype(std::string_view name);
 // True for the codes listed in DType except kUndefined.
 bool is_valid_dtype(int32_t code);
 

@@ -47,13 +47,21 @@ bool read_exactly(int fd, void* data, size_t size, std::chrono::steady_clock::ti
   return true;
 }
 
-bool write_all(int fd, const void* data, size_t size) {
+// Writes all `size` bytes before `deadline`; false on error or timeout (a
+// peer that stops reading fills the socket buffer: wait until it drains,
+// not in a loop of failed sends).
+bool write_all(int fd, const void* data, size_t size, std::chrono::steady_clock::time_point deadline) {
   const auto* p = static_cast<const char*>(data);
   while (size > 0) {
     ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return false;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return false;
+      pollfd pfd{fd, POLLOUT, 0};
+      if (::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000))) < 0 && errno != EINTR) return false;
+      continue;
     }
     p += n;
     size -= static_cast<size_t>(n);
@@ -188,7 +196,7 @@ void TcpStoreServer::serve() {
       }
       std::string message(1, static_cast<char>(status));
       append_field(message, reply);
-      if (!write_all(fd, message.data(), message.size())) closed.push_back(fd);
+      if (!write_all(fd, message.data(), message.size(), deadline)) closed.push_back(fd);
     }
     for (int fd : closed) {
       ::close(fd);
@@ -227,7 +235,7 @@ std::pair<uint8_t, std::string> TcpStore::request(uint8_t op, const std::string&
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   uint8_t status = 0;
   std::string reply;
-  if (!write_all(fd_, message.data(), message.size()) || !read_exactly(fd_, &status, 1, deadline) ||
+  if (!write_all(fd_, message.data(), message.size(), deadline) || !read_exactly(fd_, &status, 1, deadline) ||
       !read_field(fd_, reply, deadline)) {
     throw Error(ErrorKind::kCommunication, "the rendezvous store at " + address() + " stopped answering (key '" + key + "') within " +
                                                std::to_string(timeout_.count()) + " ms");

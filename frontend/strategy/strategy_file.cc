@@ -30,9 +30,8 @@ class Reader {
   }
 
   DType allreduce_dtype(const std::string& text) const {
-    if (text == "f32" || text == "fp32" || text == "float32") return DType::kFloat32;
-    if (text == "f16" || text == "fp16" || text == "float16") return DType::kFloat16;
-    if (text == "bf16" || text == "bfloat16") return DType::kBFloat16;
+    const DType dtype = find_dtype(text).value_or(DType::kUndefined);
+    if (dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16) return dtype;
     refuse(ErrorKind::kInvalidArgument, "allreduce_dtype", "is '" + text + "'; expected f32, f16 or bf16");
   }
 

@@ -37,9 +37,8 @@ std::vector<int64_t> parse_sizes(const std::string& list) {
 }
 
 DType parse_bench_dtype(const std::string& name) {
-  if (name == "f32") return DType::kFloat32;
-  if (name == "bf16") return DType::kBFloat16;
-  if (name == "f16") return DType::kFloat16;
+  const DType dtype = find_dtype(name).value_or(DType::kUndefined);
+  if (dtype == DType::kFloat32 || dtype == DType::kBFloat16 || dtype == DType::kFloat16) return dtype;
   throw Error(ErrorKind::kInvalidArgument, "--dtype '" + name + "': f32, bf16 or f16");
 }
 

@@ -36,10 +36,10 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   std::unique_ptr<InProcessRanks> world;
   std::unique_ptr<Session> process_rank;
   if (options.world != nullptr) {
-    session_options.world = options.world;
+    session_options.world = options.wrap_world ? options.wrap_world(options.world) : options.world;
     process_rank = std::make_unique<Session>(plan, session_options);
   } else {
-    world = std::make_unique<InProcessRanks>(plan, ranks, session_options);
+    world = std::make_unique<InProcessRanks>(plan, ranks, session_options, InProcessWorldOptions{.wrap = options.wrap_world});
   }
   Session& session = world ? world->session(0) : *process_rank;
   const bool rank0 = options.world == nullptr || options.world->rank() == 0;
@@ -59,6 +59,8 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   trainer_options.checkpoint = options.checkpoint;
   trainer_options.checkpoint_every = options.checkpoint_every;
   trainer_options.profiler = options.profiler;
+  trainer_options.before_steps = options.before_steps;
+  trainer_options.after_step = options.after_step;
   Trainer trainer = world ? Trainer(*world, step, loader, trainer_options) : Trainer(session, step, loader, trainer_options);
   if (!options.resume.empty()) trainer.resume(options.resume);
   const int local_sessions = world ? ranks : 1;

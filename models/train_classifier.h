@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -46,6 +47,14 @@ struct ClassifierTraining {
   // rank 0 writes checkpoints and evaluates the test set. Unset: the ranks
   // of strategy.data_parallel are threads of this process.
   std::shared_ptr<World> world{};
+  // Each rank's world (`world`, or each in-process rank's) passes through
+  // this before its session gets it: graph-runner train meters and slows
+  // the links with it (distributed/metered_world.h).
+  std::function<std::shared_ptr<World>(std::shared_ptr<World>)> wrap_world{};
+  // Called on this thread before the first and after every training step
+  // (TrainerOptions::before_steps, after_step).
+  std::function<void()> before_steps{};
+  std::function<void(int64_t step, double loss)> after_step{};
 };
 
 struct ClassifierTrainingResult {

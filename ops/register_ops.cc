@@ -28,6 +28,7 @@
 #include "ops/nn/pool_schemas.h"
 #include "ops/nn/softmax_kernels.h"
 #include "ops/optimizer/gradient_merge.h"
+#include "ops/optimizer/local_sgd.h"
 #include "ops/optimizer/loss_scaling.h"
 #include "ops/optimizer/optimizer_kernels.h"
 #include "ops/optimizer/optimizer_schemas.h"
@@ -72,6 +73,7 @@ void register_all_ops(OpRegistry& registry) {
   register_along_axis_schemas(registry);
   register_loss_schemas(registry);
   register_optimizer_schemas(registry);
+  register_local_sgd_schemas(registry);
   register_loss_scaling_schemas(registry);
   register_gradient_merge_schemas(registry);
   register_collective_schemas(registry);
@@ -113,6 +115,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_along_axis_cpu_kernels(registry);
   register_loss_cpu_kernels(registry);
   register_optimizer_cpu_kernels(registry);
+  register_local_sgd_cpu_kernels(registry);
   register_loss_scaling_cpu_kernels(registry);
   register_gradient_merge_cpu_kernels(registry);
   register_collective_cpu_kernels(registry);

@@ -51,7 +51,8 @@ std::vector<std::shared_ptr<World>> make_in_process_world(int size, const InProc
   std::vector<std::shared_ptr<World>> worlds;
   for (int r = 0; r < size; ++r) {
     Device device = options.devices.empty() ? Device::cpu(r) : options.devices[static_cast<size_t>(r)];
-    worlds.push_back(std::make_shared<InProcessWorld>(communicators[static_cast<size_t>(r)], local_size, device));
+    std::shared_ptr<World> world = std::make_shared<InProcessWorld>(communicators[static_cast<size_t>(r)], local_size, device);
+    worlds.push_back(options.wrap ? options.wrap(std::move(world)) : std::move(world));
   }
   return worlds;
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct InProcessWorldOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};
   std::vector<Device> devices{};  // by rank; empty: cpu:0 .. cpu:size-1
   int ranks_per_node = 0;         // 0: all ranks on one node; else must divide size
+  // When set, each rank's world is returned through it: a decorator such as
+  // distributed/metered_world.h's, which counts and slows the rank's calls.
+  std::function<std::shared_ptr<World>(std::shared_ptr<World>)> wrap{};
 };
 
 // The worlds of ranks 0 .. size-1 of one new in-process world.

@@ -142,10 +142,83 @@ class Reader {
       strategy.gradient_merge.k_steps = file.gradient_merge_configs().k_steps();
     }
     if (file.gradient_merge_configs().has_avg()) strategy.gradient_merge.avg = file.gradient_merge_configs().avg();
+    apply_localsgd(file, strategy.localsgd);
+    apply_dgc(file, strategy.dgc);
     return strategy;
   }
 
  private:
+  void at_least(const char* field, int64_t value, int64_t least) const {
+    if (value < least) {
+      refuse(ErrorKind::kInvalidArgument, field, "must be at least " + std::to_string(least) + ", got " + std::to_string(value));
+    }
+  }
+
+  void apply_localsgd(const strategy_file::DistributedStrategy& file, LocalSgdStrategy& localsgd) const {
+    if (file.has_localsgd() && file.has_adaptive_localsgd() && file.localsgd() && file.adaptive_localsgd()) {
+      refuse(ErrorKind::kInvalidArgument, "localsgd", "and adaptive_localsgd are both true; set one");
+    }
+    if (file.has_localsgd()) {
+      localsgd.enabled = file.localsgd();
+      if (file.localsgd()) localsgd.adaptive = false;
+    }
+    if (file.has_adaptive_localsgd()) {
+      if (file.adaptive_localsgd()) localsgd.enabled = localsgd.adaptive = true;
+      else if (localsgd.adaptive) localsgd.enabled = localsgd.adaptive = false;
+    }
+    const strategy_file::LocalSgdConfigs& fixed = file.localsgd_configs();
+    if (fixed.has_k_steps()) {
+      at_least("localsgd_configs.k_steps", fixed.k_steps(), 1);
+      localsgd.k_steps = fixed.k_steps();
+    }
+    if (fixed.has_begin_step()) {
+      at_least("localsgd_configs.begin_step", fixed.begin_step(), 0);
+      if (!localsgd.adaptive) localsgd.begin_step = fixed.begin_step();
+    }
+    const strategy_file::AdaptiveLocalSgdConfigs& adaptive = file.adaptive_localsgd_configs();
+    if (adaptive.has_init_k_steps()) {
+      at_least("adaptive_localsgd_configs.init_k_steps", adaptive.init_k_steps(), 1);
+      if (adaptive.init_k_steps() > 16) {
+        refuse(ErrorKind::kInvalidArgument, "adaptive_localsgd_configs.init_k_steps",
+               "must be at most 16 (adaptive intervals are 1 to 16), got " + std::to_string(adaptive.init_k_steps()));
+      }
+      localsgd.init_k_steps = adaptive.init_k_steps();
+    }
+    if (adaptive.has_begin_step()) {
+      at_least("adaptive_localsgd_configs.begin_step", adaptive.begin_step(), 0);
+      if (localsgd.adaptive) localsgd.begin_step = adaptive.begin_step();
+    }
+  }
+
+  void apply_dgc(const strategy_file::DistributedStrategy& file, DgcStrategy& dgc) const {
+    if (file.has_dgc()) dgc.enabled = file.dgc();
+    const strategy_file::DgcConfigs& configs = file.dgc_configs();
+    if (configs.has_rampup_begin_step()) {
+      at_least("dgc_configs.rampup_begin_step", configs.rampup_begin_step(), 0);
+      dgc.rampup_begin_step = configs.rampup_begin_step();
+    }
+    if (configs.has_rampup_step()) {
+      at_least("dgc_configs.rampup_step", configs.rampup_step(), 1);
+      dgc.rampup_step = configs.rampup_step();
+    }
+    if (configs.sparsity_size() > 0) {
+      dgc.sparsity.assign(configs.sparsity().begin(), configs.sparsity().end());
+      for (double sparsity : dgc.sparsity) {
+        if (!(sparsity >= 0 && sparsity < 1)) {
+          refuse(ErrorKind::kInvalidArgument, "dgc_configs.sparsity",
+                 "entries are the fractions of each gradient not sent, in [0, 1); got " + std::to_string(sparsity));
+        }
+      }
+    }
+    if (configs.has_clip_norm()) {
+      if (!(configs.clip_norm() >= 0)) {
+        refuse(ErrorKind::kInvalidArgument, "dgc_configs.clip_norm", "must be at least 0 (0: off), got " +
+                                                                         std::to_string(configs.clip_norm()));
+      }
+      dgc.clip_norm = configs.clip_norm();
+    }
+  }
+
   std::string source_;
 };
 

@@ -89,6 +89,7 @@ TrainStats Trainer::run_steps(int64_t steps) {
   std::ostream* log = options_.log;
   Progress progress(log != nullptr ? *log : std::cerr, end, "train", options_.progress_terminal);
   double loss_sum = 0;
+  if (options_.before_steps) options_.before_steps();
   auto start = std::chrono::steady_clock::now();
   while (step_ < end) {
     if (loader_step_ != step_ || step_ % per_epoch == 0) {
@@ -115,6 +116,7 @@ TrainStats Trainer::run_steps(int64_t steps) {
     stats.last_loss = loss;
     stats.losses.push_back(loss);
     if (log != nullptr) progress.update(step_, {{"loss", loss}});
+    if (options_.after_step) options_.after_step(step_, loss);
     if (!options_.checkpoint.empty() && options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
       save(options_.checkpoint);
     }

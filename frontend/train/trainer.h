@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -54,6 +55,11 @@ struct TrainerOptions {
   // When set, every step's node runs are recorded (on every rank of an
   // in-process world) for a Chrome / Perfetto trace (runtime/profiler.h).
   Profiler* profiler = nullptr;
+  // Called after every step with its number (from 1, counting resumed
+  // steps) and its loss: per-step figures such as the bytes a metered world
+  // (distributed/metered_world.h) sent in the step.
+  std::function<void(int64_t step, double loss)> after_step{};
+  std::function<void()> before_steps{};  // at the start of every run_steps (a baseline for after_step)
 };
 
 struct TrainStats {

@@ -1,12 +1,11 @@
 #include "passes/training/gradient_merge.h"
 
 #include <algorithm>
-#include <deque>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "core/error.h"
 #include "core/type_inference.h"
+#include "passes/collectives/skip_communication.h"
 #include "passes/training/training_step.h"
 
 namespace weir {
@@ -110,32 +109,11 @@ bool SkipMergedCommunication::run(Graph& graph, PassContext& context) {
     throw Error(ErrorKind::kInvalidArgument, "skip_merged_communication: the step has no gradient merge (run "
                                              "gradient_merge first)");
   }
-  // Every node downstream of a merged gradient, by data edges.
-  std::unordered_set<Node*> seen;
-  std::deque<Node*> frontier;
+  std::vector<Node*> merges;
   for (Node* node : graph.nodes()) {
-    if (node->op_type() == "GradientMerge" && node->domain().empty()) frontier.push_back(node);
+    if (node->op_type() == "GradientMerge" && node->domain().empty()) merges.push_back(node);
   }
-  collectives_ = 0;
-  while (!frontier.empty()) {
-    Node* node = frontier.front();
-    frontier.pop_front();
-    if (!seen.insert(node).second) continue;
-    const std::string& op = node->op_type();
-    if (node->domain().empty() && (op == "AllReduce" || op == "AllGather" || op == "ReduceScatter")) {
-      if (node->num_inputs() != 1) {
-        throw Error(ErrorKind::kInvalidArgument, "skip_merged_communication: the collective '" + node->name() +
-                                                     "' carries merged gradients and already has a skip input")
-            .with_node(node->name());
-      }
-      node->add_input(skip);
-      ++collectives_;
-    }
-    for (size_t i = 0; i < node->num_outputs(); ++i) {
-      if (node->output(i) == nullptr) continue;
-      for (const Use& use : node->output(i)->uses()) frontier.push_back(use.node);
-    }
-  }
+  collectives_ = skip_collectives_after(merges, skip, "skip_merged_communication");
   return collectives_ > 0;
 }
 

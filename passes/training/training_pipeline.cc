@@ -6,6 +6,7 @@
 #include "passes/collectives/allreduce_topology.h"
 #include "passes/collectives/data_parallel.h"
 #include "passes/collectives/gradient_buckets.h"
+#include "passes/collectives/local_sgd.h"
 #include "passes/memory/recompute.h"
 #include "passes/precision/auto_mixed_precision.h"
 #include "passes/precision/f32_gradient_accumulation.h"
@@ -176,6 +177,55 @@ class SkipMergedCommunicationStep final : public Pass {
   SkipMergedCommunication pass_;
 };
 
+class LocalSgdStep final : public Pass {
+ public:
+  LocalSgdStep(LocalSgdOptions options, int ranks) : pass_(std::move(options)), ranks_(ranks) {}
+  std::string name() const override { return pass_.name(); }
+  bool run(Graph& graph, PassContext& context) override {
+    bool changed = pass_.run(graph, context);
+    context.options<TrainingStepState>().graph.ranks = ranks_;
+    return changed;
+  }
+
+ private:
+  LocalSgd pass_;
+  int ranks_;
+};
+
+// The strategy's switches that exclude each other, named as in a strategy
+// file (Fleet's names).
+void check_combinations(const Strategy& strategy, const OptimizerConfig& optimizer, bool scaling) {
+  auto refuse = [](const std::string& why) { return Error(ErrorKind::kUnsupported, "training_pipeline: " + why); };
+  const bool localsgd = strategy.localsgd.enabled;
+  const bool merging = strategy.gradient_merge.enabled && strategy.gradient_merge.k_steps > 1;
+  const char* localsgd_name = strategy.localsgd.adaptive ? "adaptive_localsgd" : "localsgd";
+  if (localsgd && strategy.dgc.enabled) {
+    throw refuse(std::string(localsgd_name) + " and dgc each cut the gradient traffic their own way (parameter "
+                 "averages every k steps, sparse gradients every step); set one");
+  }
+  if (localsgd && merging) throw refuse(std::string(localsgd_name) + " with gradient_merge is not supported; set one");
+  if (localsgd && scaling) {
+    throw refuse(std::string(localsgd_name) + " with dynamic loss scaling (amp with fp16) is not supported: each rank "
+                 "would keep its own scale; use amp_configs.dtype bf16");
+  }
+  if (strategy.dgc.enabled) {
+    if (optimizer.kind != OptimizerKind::kMomentum) {
+      throw refuse("dgc needs the Momentum optimizer (its momentum correction replaces Momentum's velocity), got " +
+                   optimizer_kind_name(optimizer.kind));
+    }
+    if (strategy.communication.allreduce_dtype != DType::kFloat32) {
+      throw refuse("dgc with fp16_allreduce (allreduce_dtype " + std::string(dtype_name(strategy.communication.allreduce_dtype)) +
+                   ") is not supported: DGC sends f32 (index, value) pairs; set one");
+    }
+    if (merging) throw refuse("dgc with gradient_merge is not supported; set one");
+    if (scaling) throw refuse("dgc with dynamic loss scaling (amp with fp16) is not supported; use amp_configs.dtype bf16");
+    if (optimizer.clip_global_norm > 0) {
+      throw refuse("dgc with a global-norm clip (--clip-global-norm) is not supported: DGC clips each rank's "
+                   "gradients itself (dgc_configs.clip_norm)");
+    }
+  }
+}
+
 class F32GradientStep final : public Pass {
  public:
   std::string name() const override { return pass_.name(); }
@@ -205,6 +255,8 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
                                                  std::to_string(strategy.data_parallel.ranks));
   }
 
+  check_combinations(strategy, optimizer, scaling);
+  const LocalSgdStrategy& localsgd = strategy.localsgd;
   auto pipeline = std::make_unique<Pipeline>("training_step");
   if (amp.enabled) pipeline->add(std::make_unique<MixedPrecisionStep>(AmpOptions{.low = amp.dtype, .allow = amp.allow, .deny = amp.deny}));
   if (scaling) pipeline->add(std::make_unique<ScaleLoss>(LossScaleOptions{.initial_scale = amp.initial_scale}));
@@ -247,7 +299,13 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
                                                  std::string(dtype_name(comm.allreduce_dtype)));
   }
   if (strategy.data_parallel.ranks > 1) {
-    pipeline->add(std::make_unique<DataParallelStep>(strategy.data_parallel));
+    if (localsgd.enabled) {
+      LocalSgdOptions options{.k_steps = localsgd.k_steps, .begin_step = localsgd.begin_step, .adaptive = localsgd.adaptive,
+                              .init_k_steps = localsgd.init_k_steps, .excluded = strategy.data_parallel.distributed_parameters};
+      pipeline->add(std::make_unique<LocalSgdStep>(std::move(options), strategy.data_parallel.ranks));
+    } else {
+      pipeline->add(std::make_unique<DataParallelStep>(strategy.data_parallel));
+    }
     const AllreduceTopologyOptions grid = allreduce_grid(comm, strategy.data_parallel.ranks);
     const bool topology = grid.rows > 1 && grid.cols > 1;
     if (comm.fuse_all_reduce_ops || comm.allreduce_dtype != DType::kFloat32 || comm.comm_streams > 1 || topology ||
@@ -264,6 +322,7 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
     }
     if (topology) pipeline->add(std::make_unique<AllreduceTopologyStep>(grid));
     if (merging) pipeline->add(std::make_unique<SkipMergedCommunicationStep>());
+    if (localsgd.enabled) pipeline->add(std::make_unique<SkipLocalSgdCommunication>());
   }
   // Last, since it removes the gradient Casts the passes above name: their
   // producers write the f32 gradients themselves.

@@ -54,6 +54,12 @@ struct TrainingGraph {
   // that skip on the steps between updates.
   int gradient_merge_steps = 1;
   int merged_collectives = 0;
+  // LocalSGD (passes/collectives/local_sgd.h): the values averaged through
+  // snapshots, and the collectives that run only on the steps that average
+  // (0 values: off). The loss is then the rank's own.
+  int localsgd_values = 0;
+  int localsgd_collectives = 0;
+  bool localsgd_adaptive = false;
 };
 
 // What the passes of one training pipeline hand each other, by value name
@@ -67,6 +73,8 @@ struct TrainingStepState {
   std::string merge_skip{};         // gradient merge: the flag updates and gradient collectives skip on
   std::vector<std::string> rank_local_state{};  // gradient merge's accumulators: each rank's own
   std::string update_step{};        // what the Adam family's updates read as the step; empty: the step input
+  std::string localsgd_skip{};      // LocalSGD: the flag its collectives skip on between averages
+  std::vector<std::string> localsgd_sources{};  // LocalSGD: the nodes whose results are averaged (snapshot differences)
 };
 
 }  // namespace weir

@@ -98,12 +98,40 @@ struct GradientMergeStrategy {
   bool avg = true;  // the mean of the k micro-steps' gradients (false: the sum)
 };
 
+// LocalSGD and adaptive LocalSGD (passes/collectives/local_sgd.h; Fleet's
+// localsgd / localsgd_configs and adaptive_localsgd /
+// adaptive_localsgd_configs): with data parallelism, each rank steps its own
+// parameters and the ranks average them every step up to begin_step, then
+// every k_steps (adaptive: an interval from the loss and the learning rate,
+// starting at init_k_steps). Fleet's defaults.
+struct LocalSgdStrategy {
+  bool enabled = false;
+  bool adaptive = false;
+  int k_steps = 1;
+  int init_k_steps = 1;
+  int begin_step = 1;
+};
+
+// Deep gradient compression (passes/collectives/deep_gradient_compression.h;
+// Fleet's dgc / dgc_configs): with data parallelism and Momentum, large f32
+// gradients are exchanged as their top (index, value) pairs. Fleet's
+// defaults; sparsity is the ramp, one entry per stage.
+struct DgcStrategy {
+  bool enabled = false;
+  int rampup_begin_step = 0;
+  int rampup_step = 1;
+  std::vector<double> sparsity{0.999};
+  double clip_norm = 0;  // Weir: per-rank gradient clipping at clip_norm / sqrt(ranks); 0: off
+};
+
 struct Strategy {
   AmpStrategy amp{};
   RecomputeStrategy recompute{};
   DataParallelStrategy data_parallel{};
   GradientCommunicationStrategy communication{};
   GradientMergeStrategy gradient_merge{};
+  LocalSgdStrategy localsgd{};
+  DgcStrategy dgc{};
 };
 
 }  // namespace weir

@@ -24,6 +24,7 @@
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tools/graph-runner/launched_world.h"
+#include "tools/graph-runner/step_communication.h"
 #include "tools/graph-runner/synthetic_examples.h"
 
 namespace weir::tools {
@@ -63,7 +64,12 @@ struct TrainArgs {
   std::string job = "weir";
   bool print_losses = false;
   std::string profile;
+  std::string simulate_link;
 };
+
+SimulatedLink simulated_link_of(const TrainArgs& args) {
+  return args.simulate_link.empty() ? SimulatedLink{} : parse_simulated_link(args.simulate_link);
+}
 
 // The launched world (tools/graph-runner/launched_world.h); nullptr when
 // this process is a world of one.
@@ -164,6 +170,18 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy, const 
   if (step.gradient_merge_steps > 1) {
     std::printf("gradient merge: %d micro-steps per update (%s), %d collectives skip between updates\n",
                 step.gradient_merge_steps, strategy.gradient_merge.avg ? "averaged" : "summed", step.merged_collectives);
+  }
+  if (step.localsgd_values > 0) {
+    const LocalSgdStrategy& localsgd = strategy.localsgd;
+    if (localsgd.adaptive) {
+      std::printf("adaptive localsgd: %d values averaged every step up to step %d, then every k steps (k from the "
+                  "loss and the learning rate, first %d), %d collectives skip between averages; the loss is rank 0's own\n",
+                  step.localsgd_values, localsgd.begin_step, localsgd.init_k_steps, step.localsgd_collectives);
+    } else {
+      std::printf("localsgd: %d values averaged every step up to step %d, then every %d steps, %d collectives skip "
+                  "between averages; the loss is rank 0's own\n",
+                  step.localsgd_values, localsgd.begin_step, localsgd.k_steps, step.localsgd_collectives);
+    }
   }
   if (step.ranks > 1) std::printf("bytes_communicated_per_step: %lld\n", static_cast<long long>(step.allreduce_bytes));
 }
@@ -290,10 +308,13 @@ void train_graph(const TrainArgs& args) {
   CompileOptions compile_options;
   if (launched == nullptr) compile_options.devices = devices_named_by(graph);
   std::shared_ptr<const Plan> plan = compile(graph, compile_options);
+  StepCommunication communication(simulated_link_of(args));
+  auto wrap = [&](std::shared_ptr<World> rank_world) { return communication.wrap(std::move(rank_world)); };
+  if (launched != nullptr) session_options.world = wrap(launched);
   std::unique_ptr<InProcessRanks> world;
   std::unique_ptr<Session> single;
   if (launched == nullptr && ranks > 1) {
-    world = std::make_unique<InProcessRanks>(plan, ranks, session_options);
+    world = std::make_unique<InProcessRanks>(plan, ranks, session_options, InProcessWorldOptions{.wrap = wrap});
   } else {
     single = std::make_unique<Session>(plan, session_options);
   }
@@ -313,6 +334,8 @@ void train_graph(const TrainArgs& args) {
   options.checkpoint = args.checkpoint;
   options.checkpoint_every = args.checkpoint_every;
   if (!rank0) options.log = nullptr;
+  options.before_steps = [&] { communication.start(); };
+  options.after_step = [&](int64_t, double) { communication.record_step(); };
   Profiler profiler;
   if (!args.profile.empty()) options.profiler = &profiler;
   Trainer trainer = world ? Trainer(*world, info, loader, options) : Trainer(session, info, loader, options);
@@ -326,6 +349,7 @@ void train_graph(const TrainArgs& args) {
     std::cerr << "saved the trained training graph to " << args.save << "\n";
   }
   if (args.print_losses) print_losses(stats.losses, trainer.step() - stats.steps + 1);
+  communication.report(args.print_losses, trainer.step() - stats.steps + 1);
   std::printf("steps: %lld\n", static_cast<long long>(trainer.step()));
   std::printf("final_loss: %.9g\n", stats.last_loss);
   std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
@@ -377,6 +401,10 @@ void train(const TrainArgs& args) {
   options.strategy = strategy_of(args);
   Profiler profiler;
   if (!args.profile.empty()) options.profiler = &profiler;
+  StepCommunication communication(simulated_link_of(args));
+  options.wrap_world = [&](std::shared_ptr<World> rank_world) { return communication.wrap(std::move(rank_world)); };
+  options.before_steps = [&] { communication.start(); };
+  options.after_step = [&](int64_t, double) { communication.record_step(); };
   resolve_ranks_per_node(options.strategy, world.get(), ranks);
   if (args.batch % ranks != 0) {
     throw Error(ErrorKind::kInvalidArgument, "--batch " + std::to_string(args.batch) + " does not split evenly over " +
@@ -437,6 +465,7 @@ void train(const TrainArgs& args) {
   }
   report_strategy(result.training, options.strategy, world.get());
   if (args.print_losses) print_losses(result.losses, result.total_steps - result.steps + 1);
+  communication.report(args.print_losses, result.total_steps - result.steps + 1);
   std::printf("steps: %lld\n", static_cast<long long>(result.total_steps));
   std::printf("final_loss: %.9g\n", result.last_loss);
   std::printf("ms_per_step: %.3f\n", result.ms_per_step);
@@ -500,6 +529,11 @@ void add_train_command(CLI::App& app) {
                   "in a world of processes (started by graph-runner launch, torchrun, mpirun or srun): seconds the "
                   "rendezvous and each collective may wait for the other ranks before failing (default 60)")
       ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--simulate-link", args->simulate_link,
+                  "GBPS[,LATENCY_US]: every collective waits as long as it would on a link of GBPS Gbit/s with "
+                  "LATENCY_US microseconds per message (default 0), the public-cloud case measured on one machine "
+                  "(distributed/metered_world.h); the bytes each step sent are printed either way "
+                  "(bytes_sent_per_step, rank 0's)");
   cmd->add_option("--job", args->job,
                   "in a world of processes: the job's namespace in the rendezvous store (default weir); jobs "
                   "sharing a store need different names");

@@ -27,6 +27,7 @@
 #include "ops/nn/resize.h"
 #include "ops/nn/pool_schemas.h"
 #include "ops/nn/softmax_kernels.h"
+#include "ops/optimizer/dgc.h"
 #include "ops/optimizer/gradient_merge.h"
 #include "ops/optimizer/local_sgd.h"
 #include "ops/optimizer/loss_scaling.h"
@@ -76,6 +77,7 @@ void register_all_ops(OpRegistry& registry) {
   register_local_sgd_schemas(registry);
   register_loss_scaling_schemas(registry);
   register_gradient_merge_schemas(registry);
+  register_dgc_schemas(registry);
   register_collective_schemas(registry);
   register_device_copy_schema(registry);
 }
@@ -118,6 +120,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_local_sgd_cpu_kernels(registry);
   register_loss_scaling_cpu_kernels(registry);
   register_gradient_merge_cpu_kernels(registry);
+  register_dgc_cpu_kernels(registry);
   register_collective_cpu_kernels(registry);
   register_device_copy_cpu_kernel(registry);
 }

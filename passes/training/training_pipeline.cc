@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "passes/collectives/allreduce_topology.h"
 #include "passes/collectives/data_parallel.h"
+#include "passes/collectives/deep_gradient_compression.h"
 #include "passes/collectives/gradient_buckets.h"
 #include "passes/collectives/local_sgd.h"
 #include "passes/memory/recompute.h"
@@ -64,7 +65,9 @@ class RecomputeStep final : public Pass {
 
 class DataParallelStep final : public Pass {
  public:
-  explicit DataParallelStep(DataParallelStrategy strategy) : strategy_(std::move(strategy)) {}
+  // `dgc`: the gradients deep gradient compression will exchange are left
+  // unaveraged (it adds their communication itself).
+  DataParallelStep(DataParallelStrategy strategy, bool dgc) : strategy_(std::move(strategy)), dgc_(dgc) {}
   std::string name() const override { return "data_parallel"; }
   bool run(Graph& graph, PassContext& context) override {
     TrainingStepState& step = context.options<TrainingStepState>();
@@ -76,8 +79,13 @@ class DataParallelStep final : public Pass {
       }
     }
     DataParallelOptions options;
+    const std::vector<std::string> distributed_list(strategy_.distributed_parameters.begin(),
+                                                    strategy_.distributed_parameters.end());
+    const std::vector<std::string> compressed =
+        dgc_ ? dgc_parameters(graph, parameters, distributed_list) : std::vector<std::string>{};
     for (size_t i = 0; i < parameters.size(); ++i) {
-      const bool distributed = strategy_.distributed_parameters.count(parameters[i]) != 0;
+      const bool distributed = strategy_.distributed_parameters.count(parameters[i]) != 0 ||
+                               std::find(compressed.begin(), compressed.end(), parameters[i]) != compressed.end();
       (distributed ? options.local_gradients : options.gradients).push_back(step.raw_gradients[i]);
     }
     options.loss = step.graph.loss;
@@ -92,6 +100,7 @@ class DataParallelStep final : public Pass {
 
  private:
   DataParallelStrategy strategy_;
+  bool dgc_;
 };
 
 class GradientBucketStep final : public Pass {
@@ -304,7 +313,15 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
                               .init_k_steps = localsgd.init_k_steps, .excluded = strategy.data_parallel.distributed_parameters};
       pipeline->add(std::make_unique<LocalSgdStep>(std::move(options), strategy.data_parallel.ranks));
     } else {
-      pipeline->add(std::make_unique<DataParallelStep>(strategy.data_parallel));
+      pipeline->add(std::make_unique<DataParallelStep>(strategy.data_parallel, strategy.dgc.enabled));
+    }
+    if (strategy.dgc.enabled) {
+      const DgcStrategy& dgc = strategy.dgc;
+      DgcOptions options{.ranks = strategy.data_parallel.ranks, .rampup_begin_step = dgc.rampup_begin_step,
+                         .rampup_step = dgc.rampup_step, .sparsity = dgc.sparsity, .clip_norm = dgc.clip_norm,
+                         .excluded = {strategy.data_parallel.distributed_parameters.begin(),
+                                      strategy.data_parallel.distributed_parameters.end()}};
+      pipeline->add(std::make_unique<DeepGradientCompression>(std::move(options)));
     }
     const AllreduceTopologyOptions grid = allreduce_grid(comm, strategy.data_parallel.ranks);
     const bool topology = grid.rows > 1 && grid.cols > 1;

@@ -60,6 +60,9 @@ struct TrainingGraph {
   int localsgd_values = 0;
   int localsgd_collectives = 0;
   bool localsgd_adaptive = false;
+  // Deep gradient compression: the parameters whose gradients are sent as
+  // their largest entries (passes/collectives/deep_gradient_compression.h).
+  std::vector<std::string> dgc_parameters{};
 };
 
 // What the passes of one training pipeline hand each other, by value name

@@ -171,6 +171,18 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy, const 
     std::printf("gradient merge: %d micro-steps per update (%s), %d collectives skip between updates\n",
                 step.gradient_merge_steps, strategy.gradient_merge.avg ? "averaged" : "summed", step.merged_collectives);
   }
+  if (!step.dgc_parameters.empty()) {
+    const DgcStrategy& dgc = strategy.dgc;
+    std::string ramp;
+    for (double sparsity : dgc.sparsity) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", sparsity);
+      ramp += (ramp.empty() ? "" : ", ") + std::string(text);
+    }
+    std::printf("dgc: %zu parameters compressed (sparsity [%s] over %d steps from step %d, dense before), the "
+                "others averaged densely\n",
+                step.dgc_parameters.size(), ramp.c_str(), dgc.rampup_step, dgc.rampup_begin_step + 1);
+  }
   if (step.localsgd_values > 0) {
     const LocalSgdStrategy& localsgd = strategy.localsgd;
     if (localsgd.adaptive) {

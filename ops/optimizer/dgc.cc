@@ -118,10 +118,21 @@ class DgcEncodeKernel final : public OpKernel {
     accumulate(grad.data<float>(), ctx.input(1).data<float>(), u, v, numel);
 
     const double threshold = dgc_threshold(v, numel, k);
+    // The entries above the threshold, in index order: fixed chunks scanned
+    // on any threads, joined in chunk order.
+    constexpr int64_t kChunk = 65536;
+    const int64_t chunks = (numel + kChunk - 1) / kChunk;
+    std::vector<std::vector<int64_t>> found(static_cast<size_t>(chunks));
+    parallel_for(chunks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t c = first; c < last; ++c) {
+        std::vector<int64_t>& mine = found[static_cast<size_t>(c)];
+        for (int64_t i = c * kChunk, end = std::min(numel, (c + 1) * kChunk); i < end; ++i) {
+          if (static_cast<double>(std::fabs(v[i])) > threshold) mine.push_back(i);
+        }
+      }
+    });
     std::vector<int64_t> kept;
-    for (int64_t i = 0; i < numel; ++i) {
-      if (static_cast<double>(std::fabs(v[i])) > threshold) kept.push_back(i);
-    }
+    for (const std::vector<int64_t>& chunk : found) kept.insert(kept.end(), chunk.begin(), chunk.end());
     if (static_cast<int64_t>(kept.size()) > k) {
       // The k largest |v|; among equal magnitudes the smaller index first.
       auto larger = [v](int64_t a, int64_t b) {
@@ -242,26 +253,35 @@ class DgcMomentumKernel final : public OpKernel {
     const int64_t ranks = total / pairs_len;
     const int64_t numel = ctx.input(0).num_elements();
     const float* pairs = gathered.data<float>();
-    std::vector<int64_t> touched;
-    std::vector<double> sum(static_cast<size_t>(numel), 0.0);
-    std::vector<bool> seen(static_cast<size_t>(numel), false);
     for (int64_t j = 0; j < total; j += 2) {
       const int32_t index = index_of(pairs[j]);
-      if (index == -1) continue;  // padding
       if (index < -1 || index >= numel) {
         ctx.fail("gathered pair " + std::to_string(j / 2) + " has index " + std::to_string(index) +
                  "; expected -1 (padding) or an index below " + std::to_string(numel));
       }
-      const size_t at = static_cast<size_t>(index);
-      sum[at] += static_cast<double>(pairs[j + 1]);
-      if (!seen[at]) {
-        seen[at] = true;
-        touched.push_back(index);
-      }
+    }
+    // The sums live in a buffer of this thread's that stays zero between
+    // calls (only the touched entries are written and reset), so a step
+    // costs the pairs, not a pass over the whole parameter. Kernels are
+    // shared by the ranks of an in-process world, hence per thread.
+    thread_local std::vector<double> sum;
+    thread_local std::vector<int64_t> touched;
+    if (static_cast<int64_t>(sum.size()) < numel) sum.resize(static_cast<size_t>(numel), 0.0);
+    touched.clear();
+    for (int64_t j = 0; j < total; j += 2) {
+      const int32_t index = index_of(pairs[j]);
+      if (index == -1) continue;  // padding
+      double& entry = sum[static_cast<size_t>(index)];
+      if (entry == 0.0) touched.push_back(index);  // a repeat that summed to zero is listed twice: harmless
+      entry += static_cast<double>(pairs[j + 1]);
     }
     float* p = ctx.input(0).data<float>();
     const double n = static_cast<double>(ranks);
-    for (int64_t i : touched) p[i] -= static_cast<float>(lr * (sum[static_cast<size_t>(i)] / n));
+    for (int64_t i : touched) {
+      double& entry = sum[static_cast<size_t>(i)];
+      p[i] -= static_cast<float>(lr * (entry / n));
+      entry = 0.0;
+    }
   }
 
   double momentum_;
@@ -320,18 +340,23 @@ double dgc_threshold(const float* v, int64_t numel, int64_t k) {
   const double fraction = static_cast<double>(k) / static_cast<double>(numel);
   const int64_t wanted = std::max(r, static_cast<int64_t>(std::ceil(static_cast<double>(r) / fraction)));
   const int64_t blocks = std::min<int64_t>(16, numel);
-  std::vector<float> samples;
+  // Each block on its own thread; the mean is summed in block order.
+  std::vector<float> picked(static_cast<size_t>(blocks));
+  parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> samples;
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t begin = b * numel / blocks, length = (b + 1) * numel / blocks - begin;
+      const int64_t count = std::min(length, wanted);
+      const int64_t stride = std::max<int64_t>(1, length / count);
+      samples.resize(static_cast<size_t>(count));
+      for (int64_t j = 0; j < count; ++j) samples[static_cast<size_t>(j)] = std::fabs(v[begin + j * stride]);
+      const int64_t rank = std::min(r, count);  // the rank-th largest sample
+      std::nth_element(samples.begin(), samples.begin() + (rank - 1), samples.end(), std::greater<float>());
+      picked[static_cast<size_t>(b)] = samples[static_cast<size_t>(rank - 1)];
+    }
+  });
   double sum = 0;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t begin = b * numel / blocks, length = (b + 1) * numel / blocks - begin;
-    const int64_t count = std::min(length, wanted);
-    const int64_t stride = std::max<int64_t>(1, length / count);
-    samples.resize(static_cast<size_t>(count));
-    for (int64_t j = 0; j < count; ++j) samples[static_cast<size_t>(j)] = std::fabs(v[begin + j * stride]);
-    const int64_t rank = std::min(r, count);  // the rank-th largest sample
-    std::nth_element(samples.begin(), samples.begin() + (rank - 1), samples.end(), std::greater<float>());
-    sum += static_cast<double>(samples[static_cast<size_t>(rank - 1)]);
-  }
+  for (float t : picked) sum += static_cast<double>(t);
   return sum / static_cast<double>(blocks);
 }
 

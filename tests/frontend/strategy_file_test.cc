@@ -64,6 +64,27 @@ TEST(StrategyFile, FleetFieldNamesSetTheStrategy) {
   EXPECT_TRUE(merge.gradient_merge.enabled);
   EXPECT_EQ(merge.gradient_merge.k_steps, 4);
   EXPECT_FALSE(merge.gradient_merge.avg);
+
+  const Strategy dgc = parse_strategy_json(
+      R"({"dgc": true, "dgc_configs": {"rampup_begin_step": 5, "rampup_step": 100,
+          "sparsity": [0.75, 0.9375, 0.984375, 0.996, 0.999], "clip_norm": 2.5}})",
+      "s.json");
+  EXPECT_TRUE(dgc.dgc.enabled);
+  EXPECT_EQ(dgc.dgc.rampup_begin_step, 5);
+  EXPECT_EQ(dgc.dgc.rampup_step, 100);
+  EXPECT_EQ(dgc.dgc.sparsity, (std::vector<double>{0.75, 0.9375, 0.984375, 0.996, 0.999}));
+  EXPECT_EQ(dgc.dgc.clip_norm, 2.5);
+  const Strategy local = parse_strategy_json(R"({"localsgd": true, "localsgd_configs": {"k_steps": 4, "begin_step": 10}})", "s.json");
+  EXPECT_TRUE(local.localsgd.enabled);
+  EXPECT_FALSE(local.localsgd.adaptive);
+  EXPECT_EQ(local.localsgd.k_steps, 4);
+  EXPECT_EQ(local.localsgd.begin_step, 10);
+  const Strategy adaptive = parse_strategy_json(
+      R"({"adaptive_localsgd": true, "adaptive_localsgd_configs": {"init_k_steps": 3, "begin_step": 2}})", "s.json");
+  EXPECT_TRUE(adaptive.localsgd.enabled);
+  EXPECT_TRUE(adaptive.localsgd.adaptive);
+  EXPECT_EQ(adaptive.localsgd.init_k_steps, 3);
+  EXPECT_EQ(adaptive.localsgd.begin_step, 2);
 }
 
 TEST(StrategyFile, FieldsLeftOutKeepTheBase) {
@@ -82,10 +103,25 @@ TEST(StrategyFile, FieldsLeftOutKeepTheBase) {
   EXPECT_EQ(empty.communication.first_bucket_MB, 1);
   EXPECT_FALSE(empty.gradient_merge.enabled);
   EXPECT_TRUE(empty.gradient_merge.avg);
+  EXPECT_FALSE(empty.dgc.enabled);  // Fleet's defaults
+  EXPECT_EQ(empty.dgc.rampup_begin_step, 0);
+  EXPECT_EQ(empty.dgc.rampup_step, 1);
+  EXPECT_EQ(empty.dgc.sparsity, std::vector<double>{0.999});
+  EXPECT_FALSE(empty.localsgd.enabled);
+  EXPECT_EQ(empty.localsgd.k_steps, 1);
+  EXPECT_EQ(empty.localsgd.begin_step, 1);
+  EXPECT_EQ(empty.localsgd.init_k_steps, 1);
 }
 
 TEST(StrategyFile, BadFilesNameTheFileAndTheField) {
-  EXPECT_NE(refusal(R"({"dgc": true})").find("dgc"), std::string::npos);
+  EXPECT_NE(refusal(R"({"a_sync": true})").find("a_sync"), std::string::npos);  // the parameter server has not landed
+  EXPECT_NE(refusal(R"({"localsgd": true, "adaptive_localsgd": true})").find("set one"), std::string::npos);
+  EXPECT_NE(refusal(R"({"localsgd_configs": {"k_steps": 0}})").find("localsgd_configs.k_steps must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"adaptive_localsgd_configs": {"init_k_steps": 17}})").find("at most 16"), std::string::npos);
+  EXPECT_NE(refusal(R"({"dgc_configs": {"sparsity": [0.9, 1.0]}})").find("dgc_configs.sparsity"), std::string::npos);
+  EXPECT_NE(refusal(R"({"dgc_configs": {"rampup_step": 0}})").find("dgc_configs.rampup_step must be at least 1"),
+            std::string::npos);
   EXPECT_NE(refusal(R"({"comm_streams": "two"})").find("comm_streams"), std::string::npos);
   EXPECT_NE(refusal(R"({"comm_streams": 2)").find("s.json"), std::string::npos);  // malformed JSON
   EXPECT_NE(refusal(R"({"comm_streams": 0})").find("comm_streams must be 1 to 64, got 0"), std::string::npos);

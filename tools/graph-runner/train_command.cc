@@ -519,11 +519,18 @@ void add_train_command(CLI::App& app) {
                   "with --recompute auto: keep the estimated peak (arena, parameters, optimizer state, data) under "
                   "this many bytes (suffix K, M, G), or fail naming the lowest reachable");
   cmd->add_option("--strategy", args->strategy_file,
-                  "a JSON strategy file (Fleet's DistributedStrategy field names): amp, recompute, and data-parallel "
-                  "gradient communication (fuse_all_reduce_ops, fuse_grad_size_in_MB, first_bucket_MB, comm_streams, "
-                  "fp16_allreduce, allreduce_dtype, use_hierarchical_allreduce, hierarchical_allreduce_inter_nranks, "
-                  "two_d_allreduce_rows) and gradient merge (gradient_merge, gradient_merge_configs); its fields override --amp and --recompute. Every field and its default: "
-                  "docs/training.md");
+                  "a JSON strategy file (Fleet's DistributedStrategy field names; defaults in brackets): amp [false], "
+                  "amp_configs {dtype [bf16], custom_white_list, custom_black_list, use_dynamic_loss_scaling [fp16 "
+                  "only], init_loss_scaling [65536], incr_every_n_steps [2000], incr_ratio [2], decr_ratio [0.5]}, "
+                  "recompute [false], recompute_configs {checkpoints [auto], memory_budget}, fuse_all_reduce_ops "
+                  "[true], fuse_grad_size_in_MB [32], first_bucket_MB [1], comm_streams or nccl_comm_num [1], "
+                  "overlap_communication [true], fp16_allreduce [false], allreduce_dtype [f32], "
+                  "use_hierarchical_allreduce [false], hierarchical_allreduce_inter_nranks [local world size], "
+                  "two_d_allreduce_rows [0], gradient_merge [false], gradient_merge_configs {k_steps [1], avg "
+                  "[true]}, localsgd [false], localsgd_configs {k_steps [1], begin_step [1]}, adaptive_localsgd "
+                  "[false], adaptive_localsgd_configs {init_k_steps [1], begin_step [1]}, dgc [false], dgc_configs "
+                  "{rampup_begin_step [0], rampup_step [1], sparsity [[0.999]], clip_norm [0]}. Its fields override "
+                  "--amp and --recompute; conflicting ones are refused naming both. More: docs/training.md");
   cmd->add_option("--image-size", args->image_size,
                   "with --data synthetic: the image models' input side, N x N (default 28)")
       ->check(CLI::Range(int64_t{8}, int64_t{1024}));

@@ -131,7 +131,7 @@ class AllGatherKernel final : public CollectiveKernel {
       const Tensor& x = ctx.input(0);
       Tensor& y = output_like(ctx, x.dtype(), Communicator::all_gather_sizes(x.sizes(), comm->size()));
       if (skipped(ctx)) {
-        std::memset(y.raw_data(), 0, y.nbytes());
+        if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());  // an empty tensor has no storage
         return;
       }
       comm->all_gather(x, y, comm_call(ctx));
@@ -148,7 +148,7 @@ class ReduceScatterKernel final : public CollectiveKernel {
       const Tensor& x = ctx.input(0);
       Tensor& y = output_like(ctx, x.dtype(), Communicator::reduce_scatter_sizes(x.sizes(), comm->size()));
       if (skipped(ctx)) {
-        std::memset(y.raw_data(), 0, y.nbytes());
+        if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());  // an empty tensor has no storage
         return;
       }
       comm->reduce_scatter(x, y, op_, comm_call(ctx));

@@ -134,14 +134,22 @@ class DgcEncodeKernel final : public OpKernel {
     std::vector<int64_t> kept;
     for (const std::vector<int64_t>& chunk : found) kept.insert(kept.end(), chunk.begin(), chunk.end());
     if (static_cast<int64_t>(kept.size()) > k) {
-      // The k largest |v|; among equal magnitudes the smaller index first.
-      auto larger = [v](int64_t a, int64_t b) {
-        float fa = std::fabs(v[a]), fb = std::fabs(v[b]);
-        return fa != fb ? fa > fb : a < b;
-      };
-      std::nth_element(kept.begin(), kept.begin() + (k - 1), kept.end(), larger);
-      kept.resize(static_cast<size_t>(k));
-      std::sort(kept.begin(), kept.end());
+      // The k largest |v|; among equal magnitudes the smaller index first:
+      // the k-th largest magnitude t, everything above it, and as many
+      // entries equal to t as are still wanted, in index order. (Selecting
+      // on a copy of the magnitudes keeps the kept indices sorted.)
+      std::vector<float> magnitudes(kept.size());
+      for (size_t j = 0; j < kept.size(); ++j) magnitudes[j] = std::fabs(v[kept[j]]);
+      std::nth_element(magnitudes.begin(), magnitudes.begin() + (k - 1), magnitudes.end(), std::greater<float>());
+      const float kth = magnitudes[static_cast<size_t>(k - 1)];
+      int64_t ties = k;
+      for (int64_t i : kept) ties -= std::fabs(v[i]) > kth ? 1 : 0;
+      size_t written = 0;
+      for (int64_t i : kept) {
+        const float magnitude = std::fabs(v[i]);
+        if (magnitude > kth || (magnitude == kth && ties-- > 0)) kept[written++] = i;
+      }
+      kept.resize(written);
     }
 
     Tensor& encoded = ctx.allocate_output(0, DType::kFloat32, {2 * k}, KernelContext::Fill::kUninitialized);
@@ -169,18 +177,28 @@ class DgcEncodeKernel final : public OpKernel {
     }
     const double mu = momentum_, wd = weight_decay_;
     const bool nesterov = nesterov_;
-    parallel_for(numel, kElementwiseGrain, [=](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const double g = static_cast<double>(grad[i]) * scale + wd * static_cast<double>(param[i]);
-        if (nesterov) {
-          u[i] = static_cast<float>(mu * (static_cast<double>(u[i]) + g));
-          v[i] = static_cast<float>(static_cast<double>(v[i]) + static_cast<double>(u[i]) + g);
-        } else {
-          u[i] = static_cast<float>(mu * static_cast<double>(u[i]) + g);
-          v[i] = static_cast<float>(static_cast<double>(v[i]) + static_cast<double>(u[i]));
+    // One loop per (nesterov, decay), so the common case reads no param.
+    auto update = [&]<bool kNesterov, bool kDecay>() {
+      parallel_for(numel, kElementwiseGrain, [=](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          double g = static_cast<double>(grad[i]) * scale;
+          if constexpr (kDecay) g += wd * static_cast<double>(param[i]);
+          if constexpr (kNesterov) {
+            u[i] = static_cast<float>(mu * (static_cast<double>(u[i]) + g));
+            v[i] = static_cast<float>(static_cast<double>(v[i]) + static_cast<double>(u[i]) + g);
+          } else {
+            u[i] = static_cast<float>(mu * static_cast<double>(u[i]) + g);
+            v[i] = static_cast<float>(static_cast<double>(v[i]) + static_cast<double>(u[i]));
+          }
         }
-      }
-    });
+      });
+    };
+    const bool decay = wd != 0;
+    if (nesterov) {
+      decay ? update.template operator()<true, true>() : update.template operator()<true, false>();
+    } else {
+      decay ? update.template operator()<false, true>() : update.template operator()<false, false>();
+    }
   }
 
   double momentum_;
@@ -348,11 +366,22 @@ double dgc_threshold(const float* v, int64_t numel, int64_t k) {
       const int64_t begin = b * numel / blocks, length = (b + 1) * numel / blocks - begin;
       const int64_t count = std::min(length, wanted);
       const int64_t stride = std::max<int64_t>(1, length / count);
-      samples.resize(static_cast<size_t>(count));
-      for (int64_t j = 0; j < count; ++j) samples[static_cast<size_t>(j)] = std::fabs(v[begin + j * stride]);
-      const int64_t rank = std::min(r, count);  // the rank-th largest sample
-      std::nth_element(samples.begin(), samples.begin() + (rank - 1), samples.end(), std::greater<float>());
-      picked[static_cast<size_t>(b)] = samples[static_cast<size_t>(rank - 1)];
+      // The rank-th largest sample: the smallest of the `rank` largest,
+      // kept in a min-heap (most samples fall below its top: one compare).
+      const int64_t rank = std::min(r, count);
+      samples.clear();
+      for (int64_t j = 0; j < count; ++j) {
+        const float sample = std::fabs(v[begin + j * stride]);
+        if (static_cast<int64_t>(samples.size()) < rank) {
+          samples.push_back(sample);
+          std::push_heap(samples.begin(), samples.end(), std::greater<float>());
+        } else if (sample > samples.front()) {
+          std::pop_heap(samples.begin(), samples.end(), std::greater<float>());
+          samples.back() = sample;
+          std::push_heap(samples.begin(), samples.end(), std::greater<float>());
+        }
+      }
+      picked[static_cast<size_t>(b)] = samples.front();
     }
   });
   double sum = 0;

@@ -2,8 +2,8 @@
 // 127.0.0.1 (graph-runner launch, Gloo), against the in-process world
 // running the same program: the same losses (within rounding) and the same bytes
 // per step, which after DGC's ramp and between LocalSGD's averages fall as
-// they should; a simulated slow link slows the step and is reported; a bad
-// link is refused naming the expected form.
+// they should; a simulated slow link is reported; a bad link, or one for a
+// run of one rank, is refused naming what is expected.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -104,6 +104,9 @@ TEST(CommunicationSaving, SimulatedLinkIsReportedAndBadOnesRefused) {
   ProcessResult bad = testing::run_command(kGraphRunner + kTrain + " --data-parallel 2 --simulate-link 0,5");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("expected GBPS[,LATENCY_US]"), std::string::npos) << bad.output;
+  ProcessResult alone = testing::run_command(kGraphRunner + kTrain + " --simulate-link 1");
+  EXPECT_NE(alone.status, 0);
+  EXPECT_NE(alone.output.find("this run has one rank"), std::string::npos) << alone.output;
 }
 
 }  // namespace

@@ -67,8 +67,16 @@ struct TrainArgs {
   std::string simulate_link;
 };
 
-SimulatedLink simulated_link_of(const TrainArgs& args) {
-  return args.simulate_link.empty() ? SimulatedLink{} : parse_simulated_link(args.simulate_link);
+// --simulate-link slows the collectives of a world; a run of one rank has none.
+SimulatedLink simulated_link_of(const TrainArgs& args, int ranks) {
+  if (args.simulate_link.empty()) return {};
+  const SimulatedLink link = parse_simulated_link(args.simulate_link);
+  if (ranks < 2) {
+    throw Error(ErrorKind::kInvalidArgument, "--simulate-link slows the collectives between data-parallel ranks, and "
+                                             "this run has one rank; add --data-parallel N or start it under "
+                                             "graph-runner launch");
+  }
+  return link;
 }
 
 // The launched world (tools/graph-runner/launched_world.h); nullptr when
@@ -320,7 +328,7 @@ void train_graph(const TrainArgs& args) {
   CompileOptions compile_options;
   if (launched == nullptr) compile_options.devices = devices_named_by(graph);
   std::shared_ptr<const Plan> plan = compile(graph, compile_options);
-  StepCommunication communication(simulated_link_of(args));
+  StepCommunication communication(simulated_link_of(args, ranks));
   auto wrap = [&](std::shared_ptr<World> rank_world) { return communication.wrap(std::move(rank_world)); };
   if (launched != nullptr) session_options.world = wrap(launched);
   std::unique_ptr<InProcessRanks> world;
@@ -413,7 +421,7 @@ void train(const TrainArgs& args) {
   options.strategy = strategy_of(args);
   Profiler profiler;
   if (!args.profile.empty()) options.profiler = &profiler;
-  StepCommunication communication(simulated_link_of(args));
+  StepCommunication communication(simulated_link_of(args, ranks));
   options.wrap_world = [&](std::shared_ptr<World> rank_world) { return communication.wrap(std::move(rank_world)); };
   options.before_steps = [&] { communication.start(); };
   options.after_step = [&](int64_t, double) { communication.record_step(); };

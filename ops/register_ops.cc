@@ -17,6 +17,7 @@
 #include "ops/linalg/matmul_kernels.h"
 #include "ops/loss/loss_kernels.h"
 #include "ops/loss/loss_schemas.h"
+#include "ops/loss/margin_logits.h"
 #include "ops/nn/attention.h"
 #include "ops/nn/conv_kernels.h"
 #include "ops/nn/dropout.h"
@@ -73,6 +74,7 @@ void register_all_ops(OpRegistry& registry) {
   register_reduce_schemas(registry);
   register_along_axis_schemas(registry);
   register_loss_schemas(registry);
+  register_margin_logits_schemas(registry);
   register_optimizer_schemas(registry);
   register_local_sgd_schemas(registry);
   register_loss_scaling_schemas(registry);
@@ -116,6 +118,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_reduce_cpu_kernels(registry);
   register_along_axis_cpu_kernels(registry);
   register_loss_cpu_kernels(registry);
+  register_margin_logits_cpu_kernels(registry);
   register_optimizer_cpu_kernels(registry);
   register_local_sgd_cpu_kernels(registry);
   register_loss_scaling_cpu_kernels(registry);

@@ -19,6 +19,7 @@
 #include "ops/loss/class_shards.h"
 #include "ops/loss/loss_schemas.h"
 #include "ops/loss/margin_logits.h"
+#include "ops/loss/sharded_cross_entropy.h"
 #include "ops/nn/attention.h"
 #include "ops/nn/conv_kernels.h"
 #include "ops/nn/dropout.h"
@@ -77,6 +78,7 @@ void register_all_ops(OpRegistry& registry) {
   register_loss_schemas(registry);
   register_margin_logits_schemas(registry);
   register_class_shard_schemas(registry);
+  register_sharded_cross_entropy_schemas(registry);
   register_optimizer_schemas(registry);
   register_local_sgd_schemas(registry);
   register_loss_scaling_schemas(registry);
@@ -122,6 +124,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_loss_cpu_kernels(registry);
   register_margin_logits_cpu_kernels(registry);
   register_class_shard_cpu_kernels(registry);
+  register_sharded_cross_entropy_cpu_kernels(registry);
   register_optimizer_cpu_kernels(registry);
   register_local_sgd_cpu_kernels(registry);
   register_loss_scaling_cpu_kernels(registry);

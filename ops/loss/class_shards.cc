@@ -1,6 +1,8 @@
 #include "ops/loss/class_shards.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/communicator.h"
@@ -11,20 +13,58 @@ namespace weir {
 
 namespace {
 
+// This rank's shard of `classes`, from the kernel's communicator.
+ClassShard shard_of(const KernelContext& ctx, int64_t classes) {
+  const Communicator* comm = ctx.communicator();
+  try {
+    return class_shard(classes, comm != nullptr ? comm->size() : 1, comm != nullptr ? comm->rank() : 0);
+  } catch (const Error& error) {
+    ctx.fail(error.message());
+  }
+}
+
+class MaskShardPaddingKernel final : public OpKernel {
+ public:
+  explicit MaskShardPaddingKernel(const Node& node)
+      : classes_(int_attr(node, "classes", 0)), fill_(float_attr(node, "fill", -std::numeric_limits<double>::infinity())) {}
+
+  void compute(KernelContext& ctx) override {
+    const ClassShard shard = shard_of(ctx, classes_);
+    const Tensor& x = ctx.input(0);
+    if (x.sizes().size() != 2 || x.sizes()[1] != shard.width) {
+      ctx.fail("expects [batch, " + std::to_string(shard.width) + "] (this world's shard width of " +
+               std::to_string(classes_) + " classes), got " + x.type_string());
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    const int64_t rows = x.sizes()[0], width = shard.width;
+    auto mask = [&]<typename T>() {
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
+      if (out != in) std::memcpy(out, in, x.nbytes());
+      for (int64_t b = 0; b < rows; ++b) {
+        for (int64_t j = shard.count; j < width; ++j) out[b * width + j] = static_cast<T>(fill_);
+      }
+    };
+    if (x.dtype() == DType::kFloat32) {
+      mask.template operator()<float>();
+    } else if (x.dtype() == DType::kFloat64) {
+      mask.template operator()<double>();
+    } else {
+      ctx.fail("supports f32 and f64, got " + x.type_string());
+    }
+  }
+
+ private:
+  int64_t classes_;
+  double fill_;
+};
+
 class ShardLabelsKernel final : public OpKernel {
  public:
   explicit ShardLabelsKernel(const Node& node) : classes_(int_attr(node, "classes", 0)) {}
 
   void compute(KernelContext& ctx) override {
-    const Communicator* comm = ctx.communicator();
-    const int64_t ranks = comm != nullptr ? comm->size() : 1;
-    const int64_t rank = comm != nullptr ? comm->rank() : 0;
-    ClassShard shard;
-    try {
-      shard = class_shard(classes_, ranks, rank);
-    } catch (const Error& error) {
-      ctx.fail(error.message());
-    }
+    const ClassShard shard = shard_of(ctx, classes_);
     const Tensor& labels = ctx.input(0);
     Tensor& local = ctx.allocate_output(0, labels.dtype(), labels.sizes(), KernelContext::Fill::kUninitialized);
     auto map = [&]<typename T>(const T* in, T* out) {
@@ -77,11 +117,38 @@ void register_class_shard_schemas(OpRegistry& registry) {
       .doc("each label as a column of this rank's shard of the classes (C / N each, the first C % N ranks one "
            "more), or -1 when another rank holds it");
   registry.add(std::move(shard));
+
+  OpSchema mask("MaskShardPadding");
+  mask.input("x", "T")
+      .output("y", "T")
+      .type_constraint("T", {DType::kFloat32, DType::kFloat64})
+      .required_attr("classes", AttrType::kInt)
+      .attr("fill", AttrType::kFloat, Attribute(-std::numeric_limits<double>::infinity()))
+      .traits(OpTrait::kInplaceable)
+      .infer([](InferenceContext& ctx) {
+        if (ctx.attr_int("classes") < 1) ctx.fail("classes must be positive, got " + std::to_string(ctx.attr_int("classes")));
+        const TensorType* x = ctx.input_type(0);
+        if (x == nullptr) return;
+        if (x->shape.has_rank() && x->shape.rank() != 2) ctx.fail("expects [batch, shard width], got " + x->shape.to_string());
+        ctx.set_output_type(0, *x);
+      })
+      .gradient([](GradientContext& ctx) {
+        Value* grad = ctx.output_grad(0);
+        if (grad == nullptr) return;
+        const Node& node = ctx.node();
+        ctx.set_input_grad(0, ctx.emit("MaskShardPadding", {grad}, 1,
+                                       {{"classes", node.attr("classes")}, {"fill", Attribute(0.0)}})[0]);
+      })
+      .doc("x with this rank's padding columns (past its count of the classes, up to ceil(C / N)) set to fill "
+           "(-inf: out of the softmax)");
+  registry.add(std::move(mask));
 }
 
 void register_class_shard_cpu_kernels(KernelRegistry& registry) {
   registry.add("ShardLabels", DeviceType::kCpu, {DType::kInt64, DType::kInt32},
                [](const Node& node) { return std::make_unique<ShardLabelsKernel>(node); });
+  registry.add("MaskShardPadding", DeviceType::kCpu, {DType::kFloat32, DType::kFloat64},
+               [](const Node& node) { return std::make_unique<MaskShardPaddingKernel>(node); });
 }
 
 }  // namespace weir

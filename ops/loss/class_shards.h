@@ -12,6 +12,11 @@
 //   ShardLabels(labels [...]) -> local [...]          attribute classes = C
 //     local = label - start(rank) when this rank holds the class, else -1
 //
+//   MaskShardPadding(x [B, width]) -> [B, width]       attributes classes = C, fill
+//     x with this rank's padding columns (count .. width) set to `fill`
+//     (-inf by default: out of every softmax; its gradient is itself with
+//     fill 0)
+//
 // The rank and the world's size are the kernel's communicator's (a world
 // of one outside a world). A label outside [0, C) fails naming its
 // position.

@@ -1,11 +1,13 @@
 // Classes sharded over ranks (ops/loss/class_shards.h): the split covers
 // every class once, as evenly as possible, with one padded width; each rank
 // of an in-process world maps a label to its own column or -1, so exactly
-// one rank holds each class; outside a world a label is its own column; a
-// label outside the classes is refused naming its position.
+// one rank holds each class; outside a world a label is its own column;
+// padding columns are masked on the ranks that have them; a label outside
+// the classes is refused naming its position.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,6 +74,38 @@ TEST(ClassShards, EachRankMapsTheLabelsItHolds) {
   Session alone(shard_labels_plan(kClasses, static_cast<int64_t>(labels.size())));
   const Tensor local = alone.run({{"labels", feed}})[0];
   for (size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(local.data<int64_t>()[i], labels[i]);
+}
+
+TEST(ClassShards, PaddingColumnsAreMaskedOnTheRanksThatHaveThem) {
+  for (double fill : {-std::numeric_limits<double>::infinity(), 0.0}) {
+    Graph g("mask");
+    Value* x = g.add_input("x", {DType::kFloat32, Shape{2, 4}});
+    Node* node = g.add_node("MaskShardPadding", {x}, 1, {{"classes", Attribute(int64_t{10})}, {"fill", Attribute(fill)}}, "mask");
+    g.add_output(node->output(0));
+    infer_graph_types(g, default_op_registry());
+    InProcessRanks world(compile(g), 3);  // 4, 3 and 3 classes: shards of width 4
+    const Tensor feed = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
+    const std::vector<std::vector<Tensor>> out = world.run(std::vector<std::map<std::string, Tensor>>(3, {{"x", feed}}));
+    for (int r = 0; r < 3; ++r) {
+      for (int64_t i = 0; i < 8; ++i) {
+        const bool padding = r > 0 && i % 4 == 3;
+        EXPECT_EQ(out[static_cast<size_t>(r)][0].data<float>()[i], padding ? static_cast<float>(fill) : feed.data<float>()[i])
+            << "rank " << r << " element " << i;
+      }
+    }
+  }
+  // A width other than this world's shard width is refused.
+  Graph g("mask");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{2, 3}});
+  g.add_output(g.add_node("MaskShardPadding", {x}, 1, {{"classes", Attribute(int64_t{10})}}, "mask")->output(0));
+  infer_graph_types(g, default_op_registry());
+  Session alone(compile(g));
+  try {
+    alone.run({{"x", Tensor(DType::kFloat32, {2, 3})}});
+    FAIL() << "a width of 3 for 10 classes on one rank was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expects [batch, 10]"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ClassShards, LabelsOutsideTheClassesAreRefused) {

@@ -65,6 +65,20 @@ void infer_scaled_axis0(InferenceContext& ctx, bool multiply) {
   ctx.set_output_type(0, out);
 }
 
+// The attributes of a collective's gradient (its group, a tag of its own);
+// refused for a collective that skips on some steps.
+std::map<std::string, Attribute> differentiable_collective(const Node& node) {
+  if (node.num_inputs() > 1 && node.input(1) != nullptr) {
+    throw Error(ErrorKind::kUnsupported, node.op_type() + " '" + node.name() +
+                                             "' has a skip input; a collective that skips has no gradient")
+        .with_node(node.name());
+  }
+  std::map<std::string, Attribute> attrs = node.attributes();
+  const std::string tag = node.has_attr("tag") ? node.attr("tag").s() : "";
+  attrs["tag"] = Attribute(tag + "/grad");
+  return attrs;
+}
+
 }  // namespace
 
 void register_collective_schemas(OpRegistry& registry) {
@@ -112,7 +126,17 @@ void register_collective_schemas(OpRegistry& registry) {
   collective_attrs(skippable(all_gather.input("X", "T")).output("Y", "T").type_constraint("T", kAnyDTypes))
       .traits(kCommunicates)
       .infer([](InferenceContext& ctx) { infer_scaled_axis0(ctx, /*multiply=*/true); })
-      .doc("the ranks' inputs concatenated along axis 0 in rank order; with skip true, zeros and no communication");
+      .gradient([](GradientContext& ctx) {
+        // y = [x_0; x_1; ...] on every rank, so dL/dx_s = sum_r (dL/dy_r)'s
+        // block s: a sum reduce-scatter of the output's gradient.
+        Value* grad = ctx.output_grad(0);
+        if (grad == nullptr) return;
+        std::map<std::string, Attribute> attrs = differentiable_collective(ctx.node());
+        attrs["reduction"] = Attribute(std::string("sum"));
+        ctx.set_input_grad(0, ctx.emit("ReduceScatter", {grad}, 1, attrs)[0]);
+      })
+      .doc("the ranks' inputs concatenated along axis 0 in rank order; with skip true, zeros and no communication; "
+           "gradient: a sum ReduceScatter");
   registry.add(std::move(all_gather));
 
   OpSchema reduce_scatter("ReduceScatter");
@@ -122,6 +146,22 @@ void register_collective_schemas(OpRegistry& registry) {
       .infer([](InferenceContext& ctx) {
         check_reduction(ctx);
         infer_scaled_axis0(ctx, /*multiply=*/false);
+      })
+      .gradient([](GradientContext& ctx) {
+        // y_r = (sum_s x_s)'s block r, so dL/dx_s = [dL/dy_0; dL/dy_1; ...]:
+        // an AllGather of the output's gradient (for the sum).
+        Value* grad = ctx.output_grad(0);
+        if (grad == nullptr) return;
+        const Node& node = ctx.node();
+        const std::string reduction = node.has_attr("reduction") ? node.attr("reduction").s() : "sum";
+        if (reduction != "sum") {
+          throw Error(ErrorKind::kUnsupported, "ReduceScatter '" + node.name() + "': no gradient for reduction '" +
+                                                   reduction + "' (sum has one)")
+              .with_node(node.name());
+        }
+        std::map<std::string, Attribute> attrs = differentiable_collective(node);
+        attrs.erase("reduction");
+        ctx.set_input_grad(0, ctx.emit("AllGather", {grad}, 1, attrs)[0]);
       })
       .doc("the reduction over ranks, split along axis 0 into one part per rank; rank r gets part r; with skip true, "
            "zeros and no communication");

@@ -83,4 +83,11 @@ Dim symbolic_dim(const InferenceContext& ctx, size_t axis) {
   return Dim::symbol(ctx.node().name() + ":" + std::to_string(axis));
 }
 
+void check_scalar_input(const InferenceContext& ctx, size_t index, const char* name) {
+  const TensorType* t = ctx.input_type(index);
+  if (t != nullptr && t->shape.is_static() && t->shape.num_elements() != 1) {
+    ctx.fail(std::string(name) + " must be a scalar, got " + t->to_string());
+  }
+}
+
 }  // namespace weir

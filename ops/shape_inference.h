@@ -48,4 +48,8 @@ AxesArgument axes_argument(const InferenceContext& ctx, size_t index);
 // when the node runs. Named "<node>:<axis>".
 Dim symbolic_dim(const InferenceContext& ctx, size_t axis);
 
+// Fails naming `name` when input `index` has a known static shape that is
+// not one element (lr, step, a flag).
+void check_scalar_input(const InferenceContext& ctx, size_t index, const char* name);
+
 }  // namespace weir

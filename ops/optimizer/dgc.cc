@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "ops/node_attributes.h"
 #include "ops/optimizer/scalar_input.h"
+#include "ops/shape_inference.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -31,17 +32,6 @@ std::string rampup_problem(int64_t rampup_step, const std::vector<double>& spars
 
 const std::vector<double>& sparsity_attr(const Node& node) {
   return node.has_attr("sparsity") ? node.attr("sparsity").floats() : kDefaultSparsity;
-}
-
-// The 1-based step input, exactly (an i64 or i32 scalar).
-int64_t step_input(const KernelContext& ctx, size_t index) {
-  const Tensor& t = ctx.input(index);
-  if (t.num_elements() != 1 || (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32)) {
-    ctx.fail("step must be an i64 or i32 scalar, got " + t.type_string());
-  }
-  int64_t step = t.dtype() == DType::kInt64 ? t.data<int64_t>()[0] : t.data<int32_t>()[0];
-  if (step < 1) ctx.fail("step must be at least 1 (it counts from 1), got " + std::to_string(step));
-  return step;
 }
 
 void require_f32(const KernelContext& ctx, size_t index, const char* name) {
@@ -319,13 +309,6 @@ void check_same_shape(InferenceContext& ctx, size_t index, const char* name, con
   }
 }
 
-void check_scalar(InferenceContext& ctx, size_t index, const char* name) {
-  const TensorType* scalar = ctx.input_type(index);
-  if (scalar != nullptr && scalar->shape.is_static() && scalar->shape.num_elements() != 1) {
-    ctx.fail(std::string(name) + " must be a scalar, got " + scalar->to_string());
-  }
-}
-
 void check_rank1(InferenceContext& ctx, size_t index, const char* name) {
   const TensorType* t = ctx.input_type(index);
   if (t != nullptr && t->shape.has_rank() && t->shape.rank() != 1) {
@@ -412,7 +395,7 @@ void register_dgc_schemas(OpRegistry& registry) {
         check_same_shape(ctx, 1, "param", grad, "the gradient");
         check_same_shape(ctx, 2, "u", grad, "the gradient");
         check_same_shape(ctx, 3, "v", grad, "the gradient");
-        check_scalar(ctx, 4, "step");
+        check_scalar_input(ctx, 4, "step");
         if (std::string problem = rampup_problem(ctx.attr_int("rampup_step"), ctx.attr("sparsity").floats());
             !problem.empty()) {
           ctx.fail(problem);
@@ -450,8 +433,8 @@ void register_dgc_schemas(OpRegistry& registry) {
         check_same_shape(ctx, 2, "dense_grad", param, "the parameter");
         check_rank1(ctx, 3, "gathered");
         check_rank1(ctx, 4, "encoded");
-        check_scalar(ctx, 5, "lr");
-        check_scalar(ctx, 6, "step");
+        check_scalar_input(ctx, 5, "lr");
+        check_scalar_input(ctx, 6, "step");
         if (param != nullptr) ctx.set_output_type(0, *param);
         if (const TensorType* velocity = ctx.input_type(1)) ctx.set_output_type(1, *velocity);
       })

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "ops/node_attributes.h"
 #include "ops/optimizer/scalar_input.h"
+#include "ops/shape_inference.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -23,12 +24,6 @@ double* schedule_of(const KernelContext& ctx, size_t index) {
   return schedule.data<double>();
 }
 
-int64_t step_of(const KernelContext& ctx, size_t index) {
-  const double step = scalar_input(ctx, index, "step");
-  if (!(step >= 1)) ctx.fail("step must be at least 1 (it counts from 1), got " + std::to_string(step));
-  return static_cast<int64_t>(step);
-}
-
 bool flag_of(const KernelContext& ctx, size_t index) {
   const Tensor& flag = ctx.input(index);
   if (flag.dtype() != DType::kBool || flag.num_elements() != 1) {
@@ -43,7 +38,7 @@ class ScheduleKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const double* schedule = schedule_of(ctx, 0);
-    const int64_t step = step_of(ctx, 1);
+    const int64_t step = step_input(ctx, 1);
     Tensor& out = ctx.allocate_output(0, DType::kBool, {}, KernelContext::Fill::kUninitialized);
     out.data<bool>()[0] = local_sgd_communicates(step, static_cast<int64_t>(schedule[0]),
                                                  static_cast<int64_t>(schedule[1]), begin_step_);
@@ -60,7 +55,7 @@ class AdvanceKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     double* schedule = schedule_of(ctx, 0);
-    const int64_t step = step_of(ctx, 1);
+    const int64_t step = step_input(ctx, 1);
     const bool communicated = flag_of(ctx, 2);
     ctx.set_output(0, ctx.input(0));
     if (!communicated) return;
@@ -109,12 +104,6 @@ class AverageKernel final : public OpKernel {
   }
 };
 
-void check_scalar(InferenceContext& ctx, size_t index, const char* name) {
-  if (const TensorType* t = ctx.input_type(index); t != nullptr && t->shape.is_static() && t->shape.num_elements() != 1) {
-    ctx.fail(std::string(name) + " must be a scalar, got " + t->to_string());
-  }
-}
-
 void check_schedule(InferenceContext& ctx) {
   if (const TensorType* t = ctx.input_type(0); t != nullptr && t->shape.is_static() &&
                                                t->shape.num_elements() != kScheduleSize) {
@@ -148,7 +137,7 @@ void register_local_sgd_schemas(OpRegistry& registry) {
       .traits(OpTrait::kStateful)
       .infer([](InferenceContext& ctx) {
         check_schedule(ctx);
-        check_scalar(ctx, 1, "step");
+        check_scalar_input(ctx, 1, "step");
         ctx.set_output_type(0, {DType::kBool, Shape{}});
       })
       .doc("whether this step averages the ranks' parameters: every step up to max(begin_step, 1), then once k "
@@ -171,8 +160,8 @@ void register_local_sgd_schemas(OpRegistry& registry) {
       .traits(OpTrait::kSideEffects | OpTrait::kStateful | OpTrait::kInplaceable)
       .infer([](InferenceContext& ctx) {
         check_schedule(ctx);
-        check_scalar(ctx, 1, "step");
-        check_scalar(ctx, 2, "communicate");
+        check_scalar_input(ctx, 1, "step");
+        check_scalar_input(ctx, 2, "communicate");
         if (const TensorType* t = ctx.input_type(0)) ctx.set_output_type(0, *t);
       })
       .doc("on a step that averaged: records it, and (adaptive) sets k = clip(ceil(sqrt(lr0 * loss / (lr * loss0) "
@@ -198,7 +187,7 @@ void register_local_sgd_schemas(OpRegistry& registry) {
             ctx.fail("input " + std::to_string(i) + " is " + other->to_string() + "; the parameter is " + param->to_string());
           }
         }
-        check_scalar(ctx, 3, "communicate");
+        check_scalar_input(ctx, 3, "communicate");
         if (param != nullptr) ctx.set_output_type(0, *param);
         if (const TensorType* snapshot = ctx.input_type(1)) ctx.set_output_type(1, *snapshot);
       })

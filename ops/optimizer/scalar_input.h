@@ -1,6 +1,6 @@
 // A numeric scalar input of an optimizer-family kernel (lr, step, the loss
-// scale) as a double; fails naming the input when it is not one element or
-// not numeric.
+// scale) as a double, and the 1-based step number as an integer; each fails
+// naming the input when it is not what it should be.
 #pragma once
 
 #include <string>
@@ -22,6 +22,17 @@ inline double scalar_input(const KernelContext& ctx, size_t index, const char* n
     }
   });
   return value;
+}
+
+// The 1-based step number input `index`: an i64 or i32 scalar of at least 1.
+inline int64_t step_input(const KernelContext& ctx, size_t index) {
+  const Tensor& t = ctx.input(index);
+  if (t.num_elements() != 1 || (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32)) {
+    ctx.fail("step must be an i64 or i32 scalar, got " + t.type_string());
+  }
+  const int64_t step = t.dtype() == DType::kInt64 ? t.data<int64_t>()[0] : t.data<int32_t>()[0];
+  if (step < 1) ctx.fail("step must be at least 1 (it counts from 1), got " + std::to_string(step));
+  return step;
 }
 
 }  // namespace weir

@@ -5,7 +5,6 @@
 #include <map>
 
 #include "core/error.h"
-#include "core/type_inference.h"
 #include "passes/training/training_step.h"
 
 namespace weir {
@@ -13,15 +12,6 @@ namespace weir {
 namespace {
 
 [[noreturn]] void refuse(ErrorKind kind, const std::string& why) { throw Error(kind, "deep_gradient_compression: " + why); }
-
-Node* add_typed(Graph& graph, const PassContext& context, const std::string& op, const std::vector<Value*>& inputs,
-                size_t outputs, std::map<std::string, Attribute> attributes, const std::string& name,
-                const std::optional<Device>& device) {
-  Node* node = graph.add_node(op, inputs, outputs, std::move(attributes), graph.unique_name(name));
-  node->set_device(device);
-  infer_node_types(*node, context.registry());
-  return node;
-}
 
 Node* momentum_update_of(const Value* param) {
   for (const Use& use : param->uses()) {
@@ -33,10 +23,10 @@ Node* momentum_update_of(const Value* param) {
 }  // namespace
 
 std::vector<std::string> dgc_parameters(const Graph& graph, const std::vector<std::string>& parameters,
-                                        const std::vector<std::string>& excluded) {
+                                        const std::set<std::string>& excluded) {
   std::vector<std::string> chosen;
   for (const std::string& name : parameters) {
-    if (std::find(excluded.begin(), excluded.end(), name) != excluded.end()) continue;
+    if (excluded.count(name) != 0) continue;
     const Value* value = graph.find_value(name);
     if (value == nullptr || value->dtype() != DType::kFloat32 || !value->shape().is_static()) continue;
     if (value->shape().num_elements() >= kDgcMinElements) chosen.push_back(name);
@@ -59,20 +49,17 @@ bool DeepGradientCompression::run(Graph& graph, PassContext& context) {
   }
   Value* lr = graph.find_value(result.lr_input);
   if (lr == nullptr) refuse(ErrorKind::kInvalidArgument, "runs after optimizer_updates (no '" + result.lr_input + "')");
-  Value* step_number = graph.find_value("step");
-  if (step_number == nullptr) step_number = graph.add_input("step", {DType::kInt64, Shape{}});
-  if (step_number->kind() != ValueKind::kInput || step_number->dtype() != DType::kInt64) {
-    refuse(ErrorKind::kInvalidArgument, "the graph's 'step' must be the i64 step-number input");
-  }
-  result.step_input = step_number->name();
+  Value* step_number = step_number_input(graph, result, "deep_gradient_compression");
+  const OpRegistry& registry = context.registry();
 
   const std::vector<std::string> chosen = dgc_parameters(graph, result.parameters, options_.excluded);
   if (chosen.empty()) return false;
   // The phase, from the 1-based step: dense while step - 1 < rampup_begin_step.
   Value* first_sparse = graph.add_constant(graph.unique_name("dgc/first_sparse_step"),
                                            Tensor::scalar<int64_t>(int64_t{options_.rampup_begin_step} + 1));
-  Value* dense = add_typed(graph, context, "Less", {step_number, first_sparse}, 1, {}, "dgc/dense_phase", std::nullopt)->output(0);
-  Value* sparse = add_typed(graph, context, "Not", {dense}, 1, {}, "dgc/sparse_phase", std::nullopt)->output(0);
+  Value* dense =
+      add_training_node(graph, registry, "Less", {step_number, first_sparse}, 1, {}, "dgc/dense_phase")->output(0);
+  Value* sparse = add_training_node(graph, registry, "Not", {dense}, 1, {}, "dgc/sparse_phase")->output(0);
   std::vector<int64_t> world(static_cast<size_t>(options_.ranks));
   for (int r = 0; r < options_.ranks; ++r) world[static_cast<size_t>(r)] = r;
   const double clip = options_.clip_norm > 0 ? options_.clip_norm / std::sqrt(static_cast<double>(options_.ranks)) : 0;
@@ -98,27 +85,28 @@ bool DeepGradientCompression::run(Graph& graph, PassContext& context) {
     Value* accumulation = graph.add_persistent(name + "/dgc_v", param->type(), PersistentRole::kOptimizerState,
                                                Tensor(DType::kFloat32, param->shape().sizes()));
     result.optimizer_state.push_back(accumulation->name());
-    Node* encode = add_typed(graph, context, "DgcEncode", {gradient, param, velocity, accumulation, step_number}, 1,
-                             {{"momentum", Attribute(momentum)},
-                              {"nesterov", Attribute(nesterov)},
-                              {"weight_decay", Attribute(weight_decay)},
-                              {"clip_norm", Attribute(clip)},
-                              {"rampup_begin_step", Attribute(int64_t{options_.rampup_begin_step})},
-                              {"rampup_step", Attribute(int64_t{options_.rampup_step})},
-                              {"sparsity", Attribute(options_.sparsity)}},
-                             name + "/dgc_encode", device);
-    Node* gather = add_typed(graph, context, "AllGather", {encode->output(0), dense}, 1,
-                             {{"group", Attribute(world)}, {"tag", Attribute("dgc/" + name)}}, name + "/dgc_allgather", device);
-    Node* average = add_typed(graph, context, "AllReduce", {gradient, sparse}, 1,
-                              {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute("dgc/dense/" + name)}},
-                              name + "/dgc_allreduce", device);
-    Node* apply = add_typed(graph, context, "DgcMomentum",
-                            {param, velocity, average->output(0), gather->output(0), encode->output(0), lr, step_number}, 2,
-                            {{"momentum", Attribute(momentum)},
-                             {"nesterov", Attribute(nesterov)},
-                             {"weight_decay", Attribute(weight_decay)},
-                             {"rampup_begin_step", Attribute(int64_t{options_.rampup_begin_step})}},
-                            name + "/dgc_momentum", device);
+    // The update's rule (DgcMomentum's attributes), and the encoder's on top.
+    const std::map<std::string, Attribute> rule = {{"momentum", Attribute(momentum)},
+                                                   {"nesterov", Attribute(nesterov)},
+                                                   {"weight_decay", Attribute(weight_decay)},
+                                                   {"rampup_begin_step", Attribute(int64_t{options_.rampup_begin_step})}};
+    std::map<std::string, Attribute> encoding = rule;
+    encoding.emplace("clip_norm", Attribute(clip));
+    encoding.emplace("rampup_step", Attribute(int64_t{options_.rampup_step}));
+    encoding.emplace("sparsity", Attribute(options_.sparsity));
+    Node* encode = add_training_node(graph, registry, "DgcEncode",
+                                     {gradient, param, velocity, accumulation, step_number}, 1, encoding,
+                                     name + "/dgc_encode", device);
+    Node* gather = add_training_node(graph, registry, "AllGather", {encode->output(0), dense}, 1,
+                                     {{"group", Attribute(world)}, {"tag", Attribute("dgc/" + name)}},
+                                     name + "/dgc_allgather", device);
+    Node* average = add_training_node(graph, registry, "AllReduce", {gradient, sparse}, 1,
+                                      {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute("dgc/dense/" + name)}},
+                                      name + "/dgc_allreduce", device);
+    Node* apply = add_training_node(
+        graph, registry, "DgcMomentum",
+        {param, velocity, average->output(0), gather->output(0), encode->output(0), lr, step_number}, 2, rule,
+        name + "/dgc_momentum", device);
     // The new update takes the old one's place: after every reader of the
     // parameter, before whatever waited for it.
     for (Node* reader : update->control_inputs()) apply->add_control_input(reader);

@@ -27,6 +27,7 @@
 // clipped at clip_norm / sqrt(ranks) from rampup_begin_step on.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,14 +41,14 @@ struct DgcOptions {
   int rampup_step = 1;                // steps over which the sparsity list is walked
   std::vector<double> sparsity{0.999};
   double clip_norm = 0;               // 0: no clipping
-  std::vector<std::string> excluded{};  // parameters that never take part (model-parallel shards)
+  std::set<std::string> excluded{};  // parameters that never take part (model-parallel shards)
 };
 
 // The parameters DGC compresses among `parameters` of `graph`: f32, static,
 // at least kDgcMinElements elements, not excluded.
 constexpr int64_t kDgcMinElements = 16384;
 std::vector<std::string> dgc_parameters(const Graph& graph, const std::vector<std::string>& parameters,
-                                        const std::vector<std::string>& excluded);
+                                        const std::set<std::string>& excluded);
 
 class DeepGradientCompression final : public Pass {
  public:

@@ -4,7 +4,6 @@
 #include <map>
 
 #include "core/error.h"
-#include "core/type_inference.h"
 #include "passes/collectives/skip_communication.h"
 #include "passes/training/training_step.h"
 
@@ -15,13 +14,6 @@ namespace {
 constexpr const char* kSchedule = "localsgd/schedule";
 
 [[noreturn]] void refuse(ErrorKind kind, const std::string& why) { throw Error(kind, "local_sgd: " + why); }
-
-Node* add_typed(Graph& graph, const PassContext& context, const std::string& op, const std::vector<Value*>& inputs,
-                size_t outputs, std::map<std::string, Attribute> attributes, const std::string& name) {
-  Node* node = graph.add_node(op, inputs, outputs, std::move(attributes), graph.unique_name(name));
-  infer_node_types(*node, context.registry());
-  return node;
-}
 
 // The node that writes `value` in place (its first input and output): the
 // optimizer update of a parameter, the Assign of a running statistic.
@@ -66,12 +58,7 @@ bool LocalSgd::run(Graph& graph, PassContext& context) {
   Value* loss = graph.find_value(result.loss);
   Value* lr = graph.find_value(result.lr_input);
   if (loss == nullptr || lr == nullptr) refuse(ErrorKind::kInvalidArgument, "runs after optimizer_updates (no loss or lr)");
-  Value* step_number = graph.find_value("step");
-  if (step_number == nullptr) step_number = graph.add_input("step", {DType::kInt64, Shape{}});
-  if (step_number->kind() != ValueKind::kInput || step_number->dtype() != DType::kInt64) {
-    refuse(ErrorKind::kInvalidArgument, "the graph's 'step' must be the i64 step-number input");
-  }
-  result.step_input = step_number->name();
+  Value* step_number = step_number_input(graph, result, "local_sgd");
 
   // What to average: the trained parameters, then the f32 buffers the step writes.
   std::vector<Value*> values;
@@ -91,10 +78,10 @@ bool LocalSgd::run(Graph& graph, PassContext& context) {
   Value* schedule = graph.add_persistent(graph.unique_name(kSchedule), {DType::kFloat64, Shape{4}},
                                          PersistentRole::kOptimizerState, std::move(initial));
   result.optimizer_state.push_back(schedule->name());
-  Node* decide = add_typed(graph, context, "LocalSgdSchedule", {schedule, step_number}, 1,
-                           {{"begin_step", Attribute(int64_t{options_.begin_step})}}, "localsgd/communicate");
+  Node* decide = add_training_node(graph, registry, "LocalSgdSchedule", {schedule, step_number}, 1,
+                                   {{"begin_step", Attribute(int64_t{options_.begin_step})}}, "localsgd/communicate");
   Value* communicate = decide->output(0);
-  Value* skip = add_typed(graph, context, "Not", {communicate}, 1, {}, "localsgd/skip")->output(0);
+  Value* skip = add_training_node(graph, registry, "Not", {communicate}, 1, {}, "localsgd/skip")->output(0);
   step.localsgd_skip = skip->name();
 
   std::vector<Node*> averages;
@@ -112,15 +99,16 @@ bool LocalSgd::run(Graph& graph, PassContext& context) {
                                            value->data().defined() ? value->data().clone()
                                                                     : Tensor(DType::kFloat32, value->shape().sizes()));
     result.optimizer_state.push_back(snapshot->name());
-    Node* difference = add_typed(graph, context, "Sub", {snapshot, updated}, 1, {}, value->name() + "/localsgd_delta");
-    Node* reduce = add_typed(graph, context, "AllReduce", {difference->output(0)}, 1,
-                             {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute("dp/localsgd/" + value->name())}},
-                             value->name() + "/localsgd_allreduce");
-    Node* average = add_typed(graph, context, "LocalSgdAverage", {updated, snapshot, reduce->output(0), communicate}, 2, {},
-                              value->name() + "/localsgd_average");
-    for (Node* node : {difference, reduce, average}) {
-      if (writer->device()) node->set_device(*writer->device());
-    }
+    const std::optional<Device> device = writer->device();
+    const std::string& name = value->name();
+    Node* difference =
+        add_training_node(graph, registry, "Sub", {snapshot, updated}, 1, {}, name + "/localsgd_delta", device);
+    Node* reduce =
+        add_training_node(graph, registry, "AllReduce", {difference->output(0)}, 1,
+                          {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute("dp/localsgd/" + name)}},
+                          name + "/localsgd_allreduce", device);
+    add_training_node(graph, registry, "LocalSgdAverage", {updated, snapshot, reduce->output(0), communicate}, 2, {},
+                      name + "/localsgd_average", device);
     averages.push_back(difference);
     averaged_.push_back(value->name());
   }
@@ -128,17 +116,17 @@ bool LocalSgd::run(Graph& graph, PassContext& context) {
   std::vector<Value*> advance_inputs = {schedule, step_number, communicate};
   std::map<std::string, Attribute> advance_attributes;
   if (options_.adaptive) {
-    Node* world_loss = add_typed(graph, context, "AllReduce", {loss, skip}, 1,
-                                 {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute(std::string("localsgd/loss"))}},
-                                 "localsgd/world_loss");
+    Node* world_loss = add_training_node(
+        graph, registry, "AllReduce", {loss, skip}, 1,
+        {{"reduction", Attribute(std::string("avg"))}, {"tag", Attribute(std::string("localsgd/loss"))}}, "localsgd/world_loss");
     advance_inputs.push_back(world_loss->output(0));
     advance_inputs.push_back(lr);
     advance_attributes = {{"adaptive", Attribute(int64_t{1})}, {"init_k_steps", Attribute(int64_t{options_.init_k_steps})}};
   }
-  Node* advance = add_typed(graph, context, "LocalSgdAdvance", advance_inputs, 1, std::move(advance_attributes),
-                            "localsgd/advance");
+  Node* advance = add_training_node(graph, registry, "LocalSgdAdvance", advance_inputs, 1, std::move(advance_attributes),
+                                    "localsgd/advance");
   advance->add_control_input(decide);
-  step.localsgd_sources = {};
+  step.localsgd_sources.clear();
   for (Node* node : averages) step.localsgd_sources.push_back(node->name());
   result.localsgd_values = static_cast<int>(averaged_.size());
   result.localsgd_adaptive = options_.adaptive;

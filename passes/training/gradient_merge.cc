@@ -10,17 +10,6 @@
 
 namespace weir {
 
-namespace {
-
-Value* add_typed(Graph& graph, const PassContext& context, const std::string& op_type, const std::vector<Value*>& inputs,
-                 const std::string& name) {
-  Node* node = graph.add_node(op_type, inputs, 1, {}, graph.unique_name(name));
-  infer_node_types(*node, context.registry());
-  return node->output(0);
-}
-
-}  // namespace
-
 bool GradientMerge::run(Graph& graph, PassContext& context) {
   TrainingStepState& step = context.options<TrainingStepState>();
   TrainingGraph& result = step.graph;
@@ -36,17 +25,13 @@ bool GradientMerge::run(Graph& graph, PassContext& context) {
     throw Error(ErrorKind::kInvalidArgument, "gradient_merge: runs right after differentiate, on autodiff's gradients");
   }
   const int64_t k = options_.k_steps;
-  Value* step_number = graph.find_value("step");
-  if (step_number == nullptr) step_number = graph.add_input("step", {DType::kInt64, Shape{}});
-  if (step_number->kind() != ValueKind::kInput || step_number->dtype() != DType::kInt64) {
-    throw Error(ErrorKind::kInvalidArgument, "gradient_merge: the graph's 'step' must be the i64 step-number input");
-  }
-  result.step_input = step_number->name();
+  Value* step_number = step_number_input(graph, result, "gradient_merge");
+  const OpRegistry& registry = context.registry();
   Value* k_value = graph.add_constant(graph.unique_name("gradient_merge/k_steps"), Tensor::scalar<int64_t>(k));
   Value* zero = graph.add_constant(graph.unique_name("gradient_merge/zero"), Tensor::scalar<int64_t>(0));
   auto update_step_flag = [&](const std::string& prefix) {
-    Value* phase = add_typed(graph, context, "Mod", {step_number, k_value}, prefix + "/phase");
-    return add_typed(graph, context, "Equal", {phase, zero}, prefix + "/apply");
+    Value* phase = add_training_node(graph, registry, "Mod", {step_number, k_value}, 1, {}, prefix + "/phase")->output(0);
+    return add_training_node(graph, registry, "Equal", {phase, zero}, 1, {}, prefix + "/apply")->output(0);
   };
   // Two copies of the flag: the accumulators read one, inside each rank's
   // forward-and-backward part; the updates and the collectives read the
@@ -54,8 +39,10 @@ bool GradientMerge::run(Graph& graph, PassContext& context) {
   // a bool crossing from the per-rank part to the tail and refuse it (it
   // averages what crosses), though every rank computes the same flag.
   Value* apply = update_step_flag("gradient_merge/accumulate");
-  Value* skip = add_typed(graph, context, "Not", {update_step_flag("gradient_merge")}, "gradient_merge/skip");
-  Value* updates = add_typed(graph, context, "Div", {step_number, k_value}, "gradient_merge/updates");
+  Value* skip =
+      add_training_node(graph, registry, "Not", {update_step_flag("gradient_merge")}, 1, {}, "gradient_merge/skip")->output(0);
+  Value* updates =
+      add_training_node(graph, registry, "Div", {step_number, k_value}, 1, {}, "gradient_merge/updates")->output(0);
   step.merge_skip = skip->name();
   step.update_step = updates->name();
 

@@ -79,10 +79,8 @@ class DataParallelStep final : public Pass {
       }
     }
     DataParallelOptions options;
-    const std::vector<std::string> distributed_list(strategy_.distributed_parameters.begin(),
-                                                    strategy_.distributed_parameters.end());
     const std::vector<std::string> compressed =
-        dgc_ ? dgc_parameters(graph, parameters, distributed_list) : std::vector<std::string>{};
+        dgc_ ? dgc_parameters(graph, parameters, strategy_.distributed_parameters) : std::vector<std::string>{};
     for (size_t i = 0; i < parameters.size(); ++i) {
       const bool distributed = strategy_.distributed_parameters.count(parameters[i]) != 0 ||
                                std::find(compressed.begin(), compressed.end(), parameters[i]) != compressed.end();
@@ -319,8 +317,7 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
       const DgcStrategy& dgc = strategy.dgc;
       DgcOptions options{.ranks = strategy.data_parallel.ranks, .rampup_begin_step = dgc.rampup_begin_step,
                          .rampup_step = dgc.rampup_step, .sparsity = dgc.sparsity, .clip_norm = dgc.clip_norm,
-                         .excluded = {strategy.data_parallel.distributed_parameters.begin(),
-                                      strategy.data_parallel.distributed_parameters.end()}};
+                         .excluded = strategy.data_parallel.distributed_parameters};
       pipeline->add(std::make_unique<DeepGradientCompression>(std::move(options)));
     }
     const AllreduceTopologyOptions grid = allreduce_grid(comm, strategy.data_parallel.ranks);

@@ -9,9 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/graph.h"
+#include "core/op_schema.h"
 #include "passes/collectives/gradient_buckets.h"
 
 namespace weir {
@@ -79,5 +83,15 @@ struct TrainingStepState {
   std::string localsgd_skip{};      // LocalSGD: the flag its collectives skip on between averages
   std::vector<std::string> localsgd_sources{};  // LocalSGD: the nodes whose results are averaged (snapshot differences)
 };
+
+// What the step rewrites share: a node named uniquely from `name`, on
+// `device`, with its output types inferred;
+Node* add_training_node(Graph& graph, const OpRegistry& registry, const std::string& op_type,
+                        const std::vector<Value*>& inputs, size_t outputs, std::map<std::string, Attribute> attributes,
+                        const std::string& name, const std::optional<Device>& device = std::nullopt);
+// and the i64 "step" input (1 on the first step), added when no pass has
+// yet, recorded as the step's step_input. Throws weir::Error naming `pass`
+// when the graph's "step" is something else.
+Value* step_number_input(Graph& graph, TrainingGraph& result, const std::string& pass);
 
 }  // namespace weir

@@ -1,17 +1,19 @@
 // Writes the seed corpora of the fuzz targets, one directory per target:
 //
-//   weir_fuzz_seeds OUT      # OUT/onnx_import, OUT/model_load, OUT/plan_load, OUT/npy, OUT/checkpoint
+//   weir_fuzz_seeds OUT      # OUT/onnx_import, OUT/model_load, OUT/plan_load, OUT/npy, OUT/checkpoint, OUT/strategy
 //
 // Each seed is a valid input made by Weir's own writers from small models
 // (the tests' MLP and LeNet shapes, a rich graph with every attribute kind),
 // so the fuzzers start from deep inside the formats. Targets that pick a
 // format by the first byte get that byte in front (model_load: 0 binary,
-// 1 text; npy: 0 .npy, 1 .npz). fuzz/run.sh adds the ONNX backend node
+// 1 text; npy: 0 .npy, 1 .npz; strategy: 0 a strategy file, 1 a
+// --simulate-link text). fuzz/run.sh adds the ONNX backend node
 // tests' models to the ONNX corpus.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -53,7 +55,7 @@ int main(int argc, char** argv) {
   try {
     const fs::path out = argv[1];
     const fs::path scratch = out / "scratch";
-    for (const char* target : {"onnx_import", "model_load", "plan_load", "npy", "checkpoint"}) {
+    for (const char* target : {"onnx_import", "model_load", "plan_load", "npy", "checkpoint", "strategy"}) {
       fs::create_directories(out / target);
     }
     fs::create_directories(scratch);
@@ -95,6 +97,30 @@ int main(int argc, char** argv) {
     std::unique_ptr<weir::Session> session = weir::fuzz::small_training_session();
     weir::save_checkpoint(scratch / "ck.npz", *session, 7);
     add_seed(out / "checkpoint", "ck.npz", scratch / "ck.npz");
+
+    // Every field of a strategy file once, and links.
+    const std::pair<const char*, const char*> texts[] = {
+        {"amp.json", R"({"amp": true, "amp_configs": {"dtype": "fp16", "custom_white_list": ["MatMul"],
+          "use_dynamic_loss_scaling": true, "init_loss_scaling": 1024, "incr_every_n_steps": 100,
+          "incr_ratio": 2, "decr_ratio": 0.5}, "recompute": true,
+          "recompute_configs": {"checkpoints": ["h1"], "memory_budget": "64M"}})"},
+        {"comm.json", R"({"fuse_all_reduce_ops": true, "fuse_grad_size_in_MB": 16, "first_bucket_MB": 1,
+          "comm_streams": 2, "overlap_communication": true, "allreduce_dtype": "bf16",
+          "use_hierarchical_allreduce": true, "hierarchical_allreduce_inter_nranks": 2,
+          "gradient_merge": true, "gradient_merge_configs": {"k_steps": 4, "avg": false}})"},
+        {"dgc.json", R"({"dgc": true, "dgc_configs": {"rampup_begin_step": 5, "rampup_step": 100,
+          "sparsity": [0.75, 0.9375, 0.984375, 0.996, 0.999], "clip_norm": 2}})"},
+        {"localsgd.json", R"({"localsgd": true, "localsgd_configs": {"k_steps": 4, "begin_step": 1},
+          "adaptive_localsgd": false, "adaptive_localsgd_configs": {"init_k_steps": 2, "begin_step": 3}})"},
+    };
+    for (const auto& [name, text] : texts) {
+      std::ofstream(scratch / name) << text;
+      add_seed(out / "strategy", name, scratch / name, 0);
+    }
+    for (const char* link : {"1", "10,50", "0.5,1000"}) {
+      std::ofstream(scratch / "link.txt") << link;
+      add_seed(out / "strategy", std::string("link_") + link + ".txt", scratch / "link.txt", 1);
+    }
     fs::remove_all(scratch);
     std::printf("weir_fuzz_seeds: wrote %d models' seeds under %s\n", index, out.c_str());
   } catch (const weir::Error& error) {

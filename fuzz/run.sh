@@ -21,7 +21,7 @@ fi
 build=$(cd "$1" && pwd)
 seconds=$2
 shift 2
-if [ $# -gt 0 ]; then targets=("$@"); else targets=(onnx_import model_load plan_load npy checkpoint); fi
+if [ $# -gt 0 ]; then targets=("$@"); else targets=(onnx_import model_load plan_load npy checkpoint strategy); fi
 
 work=$build/fuzz-work
 rm -rf "$work/seeds" "$work/logs"

@@ -78,4 +78,14 @@ struct BertConfig {
 // blocks (self-attention, GELU feed-forward), mean pooling, a classifier.
 Var bert(GraphBuilder& b, Var ids, const BertConfig& config);
 
+struct ArcfaceConfig {
+  int64_t in_channels = 1;
+  int64_t image_size = 28;
+  int64_t embedding = 512;
+};
+// The backbone of the zoo's "arcface": conv3x3-32, ReLU, max-pool 2;
+// conv3x3-64, ReLU, max-pool 2; a linear embedding [batch, embedding]. The
+// margin head on top is frontend/nn/margin_head.h's.
+Var arcface_embedding(GraphBuilder& b, Var x, const ArcfaceConfig& config);
+
 }  // namespace weir::models

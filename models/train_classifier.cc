@@ -1,9 +1,14 @@
 #include "models/train_classifier.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <string>
 
+#include "core/communicator.h"
 #include "core/error.h"
+#include "frontend/nn/margin_head.h"
+#include "ops/loss/class_shards.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/train/evaluate.h"
 #include "frontend/train/trainer.h"
@@ -12,6 +17,41 @@
 #include "runtime/session.h"
 
 namespace weir::models {
+
+namespace {
+
+// Every rank's rows of the class centres, as the one-rank head's [C, D] on
+// rank 0 (other ranks of a world of processes send theirs and get an empty
+// tensor): the ranks' sessions of an in-process world read directly, a
+// world of processes over its communicator.
+Tensor gather_class_centres(const ClassCentres& centres, const std::function<Tensor(int)>& in_process_shard,
+                            World* world, const Tensor& own) {
+  const int ranks = centres.ranks;
+  const int64_t dim = own.sizes()[1];
+  std::shared_ptr<Communicator> comm = world != nullptr ? world->communicator() : nullptr;
+  if (comm != nullptr && comm->rank() != 0) {
+    comm->send(own, 0, "plsc/class_centres");
+    return {};
+  }
+  Tensor all(DType::kFloat32, {centres.classes, dim});
+  for (int r = 0; r < ranks; ++r) {
+    const ClassShard shard = class_shard(centres.classes, ranks, r);
+    Tensor rows;
+    if (comm == nullptr) {
+      rows = in_process_shard(r);
+    } else if (r == 0) {
+      rows = own;
+    } else {
+      rows = Tensor(DType::kFloat32, own.sizes());
+      comm->recv(rows, r, "plsc/class_centres");
+    }
+    std::memcpy(all.data<float>() + shard.start * dim, rows.data<float>(),
+                static_cast<size_t>(shard.count * dim) * sizeof(float));
+  }
+  return all;
+}
+
+}  // namespace
 
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
                                           const Tensor& train_labels, const Tensor* test_examples,
@@ -27,7 +67,19 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
                                                  " does not split evenly over " + std::to_string(ranks) +
                                                  " data-parallel ranks");
   }
-  ClassifierGraph train = build_classifier(options.model, options.batch / ranks, /*training=*/true, options.zoo);
+  // A model-parallel head (arcface) shards its classes over the same ranks.
+  ZooOptions zoo = options.zoo;
+  zoo.head_ranks = ranks;
+  ClassifierGraph train = build_classifier(options.model, options.batch / ranks, /*training=*/true, zoo);
+  if (train.class_centres && ranks > 1) {
+    strategy.data_parallel.distributed_parameters.insert(train.class_centres->weight);
+    if (!options.checkpoint.empty() || !options.resume.empty()) {
+      throw Error(ErrorKind::kUnsupported, "checkpoints of a model-parallel head (each of the " + std::to_string(ranks) +
+                                               " ranks holds its own rows of '" + train.class_centres->weight +
+                                               "') are not written yet; train '" + options.model +
+                                               "' without --checkpoint and --resume, or on one rank");
+    }
+  }
   TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, strategy);
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
@@ -43,6 +95,14 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   }
   Session& session = world ? world->session(0) : *process_rank;
   const bool rank0 = options.world == nullptr || options.world->rank() == 0;
+  if (train.class_centres) {
+    const ClassCentres& centres = *train.class_centres;
+    for (int r = 0; r < (world ? ranks : 1); ++r) {
+      const int rank = options.world != nullptr ? options.world->rank() : r;
+      Tensor weight = (world ? world->session(r) : session).state(centres.weight);  // shares the session's memory
+      nn::fill_class_centres(weight, centres.classes, centres.ranks, rank, centres.seed);
+    }
+  }
 
   auto dataset = std::make_shared<TensorDataset>(std::vector<Tensor>{train_examples, train_labels});
   DataLoaderOptions loader_options{.batch_size = options.batch, .shuffle = true, .drop_last = true,
@@ -79,9 +139,24 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
     }
   }
   result.training = step;
+  if (train.class_centres) {
+    const std::string& weight = train.class_centres->weight;
+    for (const Value* value : train.graph->persistents()) {
+      if (value->name() == weight || value->name().starts_with(weight + "/")) {
+        result.head_state_bytes += static_cast<int64_t>(session.state(value->name()).nbytes());
+      }
+    }
+  }
 
-  ClassifierGraph infer = build_classifier(options.model, 0, /*training=*/false, options.zoo);
+  zoo.class_centres_in_graph = false;
+  ClassifierGraph infer = build_classifier(options.model, 0, /*training=*/false, zoo);
   bake_state(session, *infer.graph);
+  if (train.class_centres && ranks > 1) {
+    const std::string& name = train.class_centres->weight;
+    Tensor all = gather_class_centres(*train.class_centres, [&](int r) { return world->session(r).state(name); },
+                                      options.world.get(), session.state(name));
+    if (rank0) infer.graph->find_value(name)->set_data(std::move(all));
+  }
   if (test_examples != nullptr && test_labels != nullptr && rank0) {
     Session eval(compile(*infer.graph));
     result.test_accuracy = classification_accuracy(eval, infer.input, *test_examples, *test_labels, 1000);

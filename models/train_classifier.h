@@ -65,6 +65,7 @@ struct ClassifierTrainingResult {
   std::vector<double> losses;  // every step's loss (this call's steps)
   double test_accuracy = -1;   // -1 without a test set (and on ranks other than 0 of a world)
   int64_t peak_memory_bytes = 0;  // the allocators' peaks during training, summed over devices (this process's)
+  int64_t head_state_bytes = 0;   // a margin head's centres and their optimizer state, on rank 0 (its own shard)
   TrainingGraph training{};       // what minimize() made of the step (AMP, recompute figures)
   std::unique_ptr<Graph> inference_graph{};  // symbolic batch, trained weights baked in
   // Data parallel: the ranks that trained, each with its own copy of the

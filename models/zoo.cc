@@ -2,11 +2,26 @@
 
 #include "frontend/builder/graph_builder.h"
 #include "frontend/nn/functional.h"
+#include "frontend/nn/margin_head.h"
 #include "models/models.h"
 
 namespace weir::models {
 
-std::vector<std::string> zoo_names() { return {"mlp", "lenet", "resnet18", "resnet50", "mobilenet_v2", "squeezenet", "bert"}; }
+std::vector<std::string> zoo_names() { return {"mlp", "lenet", "resnet18", "resnet50", "mobilenet_v2", "squeezenet", "bert", "arcface"}; }
+
+namespace {
+
+nn::MarginHeadOptions head_options(const ZooOptions& options) {
+  nn::MarginHeadOptions head = nn::margin_preset(options.margin);
+  head.classes = options.classes;
+  head.embedding = options.embedding;
+  head.ranks = options.head_ranks;
+  head.sample_ratio = options.sample_ratio;
+  head.seed = options.seed;
+  return head;
+}
+
+}  // namespace
 
 ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool training, const ZooOptions& options) {
   ClassifierGraph result;
@@ -34,7 +49,20 @@ ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool tr
     features = (x + (-options.input_mean)) * (1.0 / options.input_std);
   }
   Var logits;
-  if (name == "mlp") {
+  Var loss;  // arcface's training form: the margin head's
+  if (name == "arcface") {
+    Var embedding = arcface_embedding(
+        b, features, {.in_channels = options.in_channels, .image_size = options.image_size, .embedding = options.embedding});
+    if (training) {
+      Var labels = b.input(result.labels, {DType::kInt64, Shape(std::vector<Dim>{dims.front()})});
+      nn::MarginHead head = nn::margin_softmax_loss(b, embedding, labels, head_options(options));
+      loss = head.loss;
+      result.class_centres = ClassCentres{.weight = head.weight, .classes = options.classes, .ranks = options.head_ranks,
+                                          .seed = options.seed};
+    } else {
+      logits = nn::margin_logits(b, embedding, head_options(options), options.class_centres_in_graph);
+    }
+  } else if (name == "mlp") {
     logits = mlp(b, features,
                  {.hidden = std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(options.mlp_layers, 0)), options.mlp_width),
                   .classes = options.classes, .dropout = training ? options.mlp_dropout : 0.0});
@@ -61,7 +89,9 @@ ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool tr
     named->set_type(value.type());
     b.graph().add_output(named);
   };
-  if (training) {
+  if (training && loss.valid()) {
+    add_named_output(loss, result.loss);
+  } else if (training) {
     Var labels = b.input(result.labels, {DType::kInt64, Shape(std::vector<Dim>{dims.front()})});
     add_named_output(nn::cross_entropy(logits, labels), result.loss);
   } else {

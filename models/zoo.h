@@ -1,5 +1,7 @@
 // The zoo by name, as whole classifier graphs: "mlp", "lenet", "resnet18",
-// "resnet50", "mobilenet_v2", "squeezenet", "bert".
+// "resnet50", "mobilenet_v2", "squeezenet", "bert", "arcface" (a small
+// convolutional backbone, a 512-d embedding and a margin head, model
+// parallel over `head_ranks`: frontend/nn/margin_head.h).
 //
 //   weir::models::ClassifierGraph train = weir::models::build_classifier("lenet", /*batch=*/64, /*training=*/true);
 //   // inputs "x" and "labels", output "loss" (mean softmax cross-entropy)
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,26 @@ struct ZooOptions {
   int64_t heads = 4;
   int64_t seq = 32;
   int64_t vocab = 1000;
+  // arcface: the embedding width, the margin ("arcface", "cosface",
+  // "softmax"), PartialFC's sample ratio, and the ranks the head's classes
+  // are sharded over (the training form is then one rank's program, its
+  // batch that rank's rows). The inference form holds all C centres, drawn
+  // from the seed when `class_centres_in_graph`, else left for the trained
+  // ones (a million classes of 512 floats are 2 GB).
+  int64_t embedding = 512;
+  std::string margin = "arcface";
+  double sample_ratio = 1.0;
+  int head_ranks = 1;
+  bool class_centres_in_graph = true;
+};
+
+// A classifier whose centres each rank fills itself once its session exists
+// (nn::fill_class_centres): the model-parallel head's.
+struct ClassCentres {
+  std::string weight;  // the parameter, [ceil(C / ranks), D] on each rank (ranks 1: [C, D])
+  int64_t classes = 0;
+  int ranks = 1;
+  uint64_t seed = 0;
 };
 
 struct ClassifierGraph {
@@ -52,6 +75,7 @@ struct ClassifierGraph {
   std::string logits = "logits";  // inference form only
   std::vector<int64_t> example_shape;  // one example's shape (without the batch dim)
   DType input_dtype = DType::kFloat32;
+  std::optional<ClassCentres> class_centres{};  // training form of "arcface"
 };
 
 std::vector<std::string> zoo_names();

@@ -16,6 +16,7 @@
 #include "ops/linalg/linalg_schemas.h"
 #include "ops/linalg/matmul_kernels.h"
 #include "ops/loss/loss_kernels.h"
+#include "ops/loss/class_center_sampling.h"
 #include "ops/loss/class_shards.h"
 #include "ops/loss/loss_schemas.h"
 #include "ops/loss/margin_logits.h"
@@ -78,6 +79,7 @@ void register_all_ops(OpRegistry& registry) {
   register_loss_schemas(registry);
   register_margin_logits_schemas(registry);
   register_class_shard_schemas(registry);
+  register_class_center_sampling_schemas(registry);
   register_sharded_cross_entropy_schemas(registry);
   register_optimizer_schemas(registry);
   register_local_sgd_schemas(registry);
@@ -124,6 +126,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_loss_cpu_kernels(registry);
   register_margin_logits_cpu_kernels(registry);
   register_class_shard_cpu_kernels(registry);
+  register_class_center_sampling_cpu_kernels(registry);
   register_sharded_cross_entropy_cpu_kernels(registry);
   register_optimizer_cpu_kernels(registry);
   register_local_sgd_cpu_kernels(registry);

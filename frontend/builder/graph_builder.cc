@@ -98,6 +98,21 @@ Var GraphBuilder::parameter(const std::string& name, Tensor initial) {
   }
 }
 
+Var GraphBuilder::parameter(const std::string& name, TensorType type) {
+  if (!ok()) return {};
+  if (!type.shape.has_rank() || !type.shape.is_static()) {
+    fail(ErrorKind::kShape, "parameter '" + scoped(name) + "' without an initial value needs a static type, got " +
+                                type.to_string());
+    return {};
+  }
+  try {
+    return Var(this, graph_->add_persistent(scoped(name), std::move(type), PersistentRole::kParameter, Tensor()));
+  } catch (const Error& e) {
+    error_ = Error(e.kind(), "parameter '" + scoped(name) + "': " + e.message());
+    return {};
+  }
+}
+
 Var GraphBuilder::state(const std::string& name, Tensor initial, PersistentRole role) {
   if (!ok()) return {};
   try {

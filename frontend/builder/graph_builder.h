@@ -68,6 +68,11 @@ class GraphBuilder {
   Var ints(const std::vector<int64_t>& values);  // an int64 1-D constant (shapes, axes)
   // A trainable persistent value holding `initial`.
   Var parameter(const std::string& name, Tensor initial);
+  // A trainable persistent value without an initial tensor (a session
+  // zero-fills it): the caller writes its value once the session exists,
+  // as each rank does with its shard of a model-parallel head
+  // (frontend/nn/margin_head.h). `type` must be static.
+  Var parameter(const std::string& name, TensorType type);
   // A persistent value that is not trained (running statistics, optimizer state).
   Var state(const std::string& name, Tensor initial, PersistentRole role = PersistentRole::kBuffer);
 

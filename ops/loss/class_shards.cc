@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/communicator.h"
 #include "core/error.h"
@@ -31,18 +32,39 @@ class MaskShardPaddingKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const ClassShard shard = shard_of(ctx, classes_);
     const Tensor& x = ctx.input(0);
-    if (x.sizes().size() != 2 || x.sizes()[1] != shard.width) {
-      ctx.fail("expects [batch, " + std::to_string(shard.width) + "] (this world's shard width of " +
-               std::to_string(classes_) + " classes), got " + x.type_string());
+    const bool sampled = ctx.has_input(1);
+    const int64_t width = sampled ? ctx.input(1).num_elements() : shard.width;
+    if (x.sizes().size() != 2 || x.sizes()[1] != width) {
+      ctx.fail("expects [batch, " + std::to_string(width) + "] (" +
+               (sampled ? std::string("one column per entry of 'columns'") :
+                          "this world's shard width of " + std::to_string(classes_) + " classes") +
+               "), got " + x.type_string());
+    }
+    // Which columns are padding: past the count, or (sampled) naming a
+    // shard column past it.
+    std::vector<int64_t> padding;
+    if (sampled) {
+      const Tensor& columns = ctx.input(1);
+      if (columns.dtype() != DType::kInt64) ctx.fail("columns must be i64, got " + columns.type_string());
+      for (int64_t j = 0; j < width; ++j) {
+        const int64_t column = columns.data<int64_t>()[j];
+        if (column < 0 || column >= shard.width) {
+          ctx.fail("columns[" + std::to_string(j) + "] = " + std::to_string(column) + " is not a column of this rank's shard of width " +
+                   std::to_string(shard.width));
+        }
+        if (column >= shard.count) padding.push_back(j);
+      }
+    } else {
+      for (int64_t j = shard.count; j < width; ++j) padding.push_back(j);
     }
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
-    const int64_t rows = x.sizes()[0], width = shard.width;
+    const int64_t rows = x.sizes()[0];
     auto mask = [&]<typename T>() {
       const T* in = x.data<T>();
       T* out = y.data<T>();
-      if (out != in) std::memcpy(out, in, x.nbytes());
+      if (out != in && x.nbytes() > 0) std::memcpy(out, in, x.nbytes());
       for (int64_t b = 0; b < rows; ++b) {
-        for (int64_t j = shard.count; j < width; ++j) out[b * width + j] = static_cast<T>(fill_);
+        for (int64_t j : padding) out[b * width + j] = static_cast<T>(fill_);
       }
     };
     if (x.dtype() == DType::kFloat32) {
@@ -120,8 +142,10 @@ void register_class_shard_schemas(OpRegistry& registry) {
 
   OpSchema mask("MaskShardPadding");
   mask.input("x", "T")
+      .input("columns", "I", Arity::kOptional)
       .output("y", "T")
       .type_constraint("T", {DType::kFloat32, DType::kFloat64})
+      .type_constraint("I", {DType::kInt64})
       .required_attr("classes", AttrType::kInt)
       .attr("fill", AttrType::kFloat, Attribute(-std::numeric_limits<double>::infinity()))
       .traits(OpTrait::kInplaceable)
@@ -130,17 +154,24 @@ void register_class_shard_schemas(OpRegistry& registry) {
         const TensorType* x = ctx.input_type(0);
         if (x == nullptr) return;
         if (x->shape.has_rank() && x->shape.rank() != 2) ctx.fail("expects [batch, shard width], got " + x->shape.to_string());
+        const TensorType* columns = ctx.input_type(1);
+        if (columns != nullptr && columns->shape.has_rank() && columns->shape.rank() != 1) {
+          ctx.fail("columns must be 1-D, got " + columns->shape.to_string());
+        }
         ctx.set_output_type(0, *x);
       })
       .gradient([](GradientContext& ctx) {
         Value* grad = ctx.output_grad(0);
         if (grad == nullptr) return;
         const Node& node = ctx.node();
-        ctx.set_input_grad(0, ctx.emit("MaskShardPadding", {grad}, 1,
+        std::vector<Value*> inputs = {grad};
+        if (node.num_inputs() > 1 && node.input(1) != nullptr) inputs.push_back(node.input(1));
+        ctx.set_input_grad(0, ctx.emit("MaskShardPadding", inputs, 1,
                                        {{"classes", node.attr("classes")}, {"fill", Attribute(0.0)}})[0]);
       })
       .doc("x with this rank's padding columns (past its count of the classes, up to ceil(C / N)) set to fill "
-           "(-inf: out of the softmax)");
+           "(-inf: out of the softmax); with columns (PartialFC's sampled shard columns), column j of x is shard "
+           "column columns[j]");
   registry.add(std::move(mask));
 }
 

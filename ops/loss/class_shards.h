@@ -12,10 +12,12 @@
 //   ShardLabels(labels [...]) -> local [...]          attribute classes = C
 //     local = label - start(rank) when this rank holds the class, else -1
 //
-//   MaskShardPadding(x [B, width]) -> [B, width]       attributes classes = C, fill
+//   MaskShardPadding(x [B, width], columns [K]?) -> [B, width]    attributes classes = C, fill
 //     x with this rank's padding columns (count .. width) set to `fill`
 //     (-inf by default: out of every softmax; its gradient is itself with
-//     fill 0)
+//     fill 0). With `columns` (PartialFC's sampled shard columns,
+//     ops/loss/class_center_sampling.h) x is [B, K] and its column j is
+//     shard column columns[j].
 //
 // The rank and the world's size are the kernel's communicator's (a world
 // of one outside a world). A label outside [0, C) fails naming its

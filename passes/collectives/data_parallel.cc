@@ -45,6 +45,17 @@ class Rewrite {
       local.insert(gradient);
       roots.push_back(gradient);
     }
+    std::vector<Value*> shards;
+    for (const std::string& name : options_.shard_gradients) {
+      Value* gradient = find_or_throw(graph_, name, "shard gradient");
+      local.insert(gradient);
+      roots.push_back(gradient);
+      shards.push_back(gradient);
+    }
+    if (!shards.empty() && options_.ranks < 1) {
+      throw Error(ErrorKind::kInvalidArgument, "data-parallel rewrite: shard gradients need the world's size, got " +
+                                                   std::to_string(options_.ranks));
+    }
     per_rank_ = nodes_feeding(roots, /*through_control=*/true);
     for (const Node* node : per_rank_) check_per_rank(*node);
 
@@ -68,6 +79,7 @@ class Rewrite {
       }
     }
     result.allreduces = static_cast<int>(crossing.size());
+    for (Value* gradient : shards) divide_by_ranks(gradient);
     return result;
   }
 
@@ -79,7 +91,11 @@ class Rewrite {
              std::find(options_.rank_local_state.begin(), options_.rank_local_state.end(), input->name()) !=
                  options_.rank_local_state.end();
     });
-    if (schema != nullptr && schema->has(OpTrait::kSideEffects) && !rank_local) {
+    // A collective's side effect is its communication, which every rank
+    // does alike (the model-parallel head's AllGather, AllReduce and
+    // ReduceScatter in the forward pass and their gradients).
+    const bool collective = schema != nullptr && schema->has(OpTrait::kCollective);
+    if (schema != nullptr && schema->has(OpTrait::kSideEffects) && !rank_local && !collective) {
       throw Error(ErrorKind::kUnsupported, "data-parallel rewrite: node '" + node.name() + "' (" + node.op_type() +
                                                ") has side effects but the loss or a gradient depends on it, so "
                                                "each rank would write its own state from its own share of the "
@@ -103,6 +119,26 @@ class Rewrite {
   }
   bool is_scalar_output(const Value* value) const {
     return is_output(value) && value->shape().has_rank() && value->shape().rank() == 0 && is_floating(value->dtype());
+  }
+
+  // The tail reads `gradient` / ranks (a Mul by a constant of its dtype).
+  void divide_by_ranks(Value* gradient) {
+    const std::vector<Use> readers = tail_uses(gradient);
+    if (options_.ranks == 1 || readers.empty()) return;
+    const DType dtype = gradient->dtype();
+    if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+      throw Error(ErrorKind::kUnsupported, "data-parallel rewrite: the shard gradient '" + gradient->name() +
+                                               "' is " + gradient->type().to_string() + ", not f32 or f64");
+    }
+    const double inverse = 1.0 / options_.ranks;
+    Tensor factor = dtype == DType::kFloat32 ? Tensor::scalar<float>(static_cast<float>(inverse)) : Tensor::scalar<double>(inverse);
+    Value* constant = graph_.add_constant(fresh_name(graph_, gradient->name() + "/world_size_inverse"), factor);
+    Value* scaled = graph_.add_value(fresh_name(graph_, gradient->name() + "/over_ranks"), gradient->type());
+    Node* mul = graph_.add_node_with_outputs("Mul", {gradient, constant}, {scaled}, {},
+                                             fresh_name(graph_, gradient->name() + "/divide_by_ranks"));
+    if (gradient->producer() != nullptr && gradient->producer()->device()) mul->set_device(*gradient->producer()->device());
+    infer_node_types(*mul, registry_);
+    for (const Use& use : readers) use.node->set_input(static_cast<size_t>(use.input_index), scaled);
   }
 
   // One AllReduce (average) of `value`; the tail and the graph outputs read

@@ -27,9 +27,17 @@
 // because the runtime keys their stream by rank, not because the program
 // differs.
 //
-// Gradients listed in `local_gradients` (of parameters a strategy marks
-// distributed: model-parallel shards) are read by the tail as they are, not
-// averaged.
+// Gradients listed in `local_gradients` (those deep gradient compression
+// exchanges itself) are read by the tail as they are, not averaged.
+// Gradients in `shard_gradients` (of parameters a strategy marks
+// distributed: model-parallel shards, each rank holding its own part) are
+// not averaged either but divided by the world's size: the ranks' losses
+// meet in the forward pass through collectives (the sharded classifier's
+// AllGather and ReduceScatter), so what autodiff gives each rank for its
+// shard is the gradient of the sum of the ranks' losses, and the step
+// minimises their average (the loss it reports). This is Fleet's scaling
+// of the loss by 1/N, applied where it matters; the replicated parameters'
+// average already has it.
 //
 // Refused, naming the node or value: a per-rank node with side effects
 // (state written inside the forward or backward pass, which would differ
@@ -47,7 +55,9 @@ namespace weir {
 struct DataParallelOptions {
   std::vector<std::string> gradients{};        // averaged over the world before the tail reads them
   std::string loss{};                          // scalar; averaged, keeps its name
-  std::vector<std::string> local_gradients{};  // of distributed parameters: not averaged
+  std::vector<std::string> local_gradients{};  // not averaged (exchanged by DGC)
+  std::vector<std::string> shard_gradients{};  // of model-parallel shards: divided by `ranks`, not averaged
+  int ranks = 1;                               // the world's size (for shard_gradients only)
   // Persistent values each rank keeps for itself inside the per-rank part
   // (gradient merge's accumulators, which hold the rank's own share): the
   // nodes that write them are not refused for their side effects.

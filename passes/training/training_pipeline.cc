@@ -82,10 +82,15 @@ class DataParallelStep final : public Pass {
     const std::vector<std::string> compressed =
         dgc_ ? dgc_parameters(graph, parameters, strategy_.distributed_parameters) : std::vector<std::string>{};
     for (size_t i = 0; i < parameters.size(); ++i) {
-      const bool distributed = strategy_.distributed_parameters.count(parameters[i]) != 0 ||
-                               std::find(compressed.begin(), compressed.end(), parameters[i]) != compressed.end();
-      (distributed ? options.local_gradients : options.gradients).push_back(step.raw_gradients[i]);
+      if (strategy_.distributed_parameters.count(parameters[i]) != 0) {
+        options.shard_gradients.push_back(step.raw_gradients[i]);
+      } else if (std::find(compressed.begin(), compressed.end(), parameters[i]) != compressed.end()) {
+        options.local_gradients.push_back(step.raw_gradients[i]);
+      } else {
+        options.gradients.push_back(step.raw_gradients[i]);
+      }
     }
+    options.ranks = strategy_.ranks;
     options.loss = step.graph.loss;
     options.rank_local_state = step.rank_local_state;
     DataParallel pass(options);

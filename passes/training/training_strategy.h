@@ -54,8 +54,10 @@ struct RecomputeStrategy {
 // chosen for one rank (its memory budget is per device).
 struct DataParallelStrategy {
   int ranks = 1;  // > 1: the step is one rank's of this many
-  // Parameters each rank holds its own part of (model-parallel shards):
-  // their gradients are not averaged.
+  // Parameters each rank holds its own part of (model-parallel shards, the
+  // sharded classifier of frontend/nn/margin_head.h): their gradients are
+  // not averaged but divided by `ranks` (passes/collectives/data_parallel.h),
+  // and DGC and LocalSGD leave them alone.
   std::set<std::string> distributed_parameters{};
 };
 

@@ -1,6 +1,7 @@
 #include "tools/graph-runner/train_command.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/model_io.h"
+#include "frontend/data/class_centres.h"
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
 #include "core/type_inference.h"
@@ -18,6 +20,7 @@
 #include "frontend/train/trainer.h"
 #include "models/train_classifier.h"
 #include "passes/precision/auto_mixed_precision.h"
+#include "ops/loss/class_shards.h"
 #include "ops/register_ops.h"
 #include "runtime/communication_overlap.h"
 #include "runtime/in_process_ranks.h"
@@ -65,6 +68,10 @@ struct TrainArgs {
   bool print_losses = false;
   std::string profile;
   std::string simulate_link;
+  int64_t classes = 0;  // 0: the dataset's (10)
+  std::string margin;
+  double sample_ratio = 1.0;
+  int64_t embedding = 512;
 };
 
 // --simulate-link slows the collectives of a world; a run of one rank has none.
@@ -204,6 +211,23 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy, const 
     }
   }
   if (step.ranks > 1) std::printf("bytes_communicated_per_step: %lld\n", static_cast<long long>(step.allreduce_bytes));
+}
+
+// The margin head's shape: its classes per rank, PartialFC's sample, and
+// what its rows and their optimizer state take on rank 0.
+void report_margin_head(const models::ZooOptions& zoo, int ranks, int64_t batch, int64_t state_bytes) {
+  const int64_t rows = ranks > 1 ? class_shard(zoo.classes, ranks, 0).width : zoo.classes;
+  std::printf("margin head: %s, %lld classes x %lld, %s", zoo.margin.c_str(), static_cast<long long>(zoo.classes),
+              static_cast<long long>(zoo.embedding),
+              ranks > 1 ? ("model parallel over " + std::to_string(ranks) + " ranks, " + std::to_string(rows) +
+                           " rows each").c_str()
+                        : "one rank");
+  if (zoo.sample_ratio < 1) {
+    const int64_t wanted = static_cast<int64_t>(std::ceil(zoo.sample_ratio * static_cast<double>(rows)));
+    std::printf(", PartialFC %lld of %lld rows per step", static_cast<long long>(std::min(rows, std::max(wanted, batch))),
+                static_cast<long long>(rows));
+  }
+  std::printf("\nhead_state_bytes: %lld\n", static_cast<long long>(state_bytes));
 }
 
 // --profile: rank 0 writes its trace and says how much of its communication
@@ -400,6 +424,20 @@ void train(const TrainArgs& args) {
   options.zoo.layers = args.layers;
   options.zoo.mlp_layers = args.mlp_layers;
   options.zoo.mlp_width = args.mlp_width;
+  if (args.model != "arcface" && (!args.margin.empty() || args.sample_ratio != 1.0)) {
+    throw Error(ErrorKind::kInvalidArgument, "--margin and --sample-ratio shape the margin head of --model arcface, not of '" +
+                                                 args.model + "'");
+  }
+  if (args.classes > 0) {
+    if (args.data != "synthetic" && args.classes != 10) {
+      throw Error(ErrorKind::kInvalidArgument, "--classes " + std::to_string(args.classes) +
+                                                   " goes with --data synthetic (Fashion-MNIST has 10 classes)");
+    }
+    options.zoo.classes = args.classes;
+  }
+  if (!args.margin.empty()) options.zoo.margin = args.margin;
+  options.zoo.sample_ratio = args.sample_ratio;
+  options.zoo.embedding = args.embedding;
   if (args.image_size > 0) {
     if (args.data != "synthetic") {
       throw Error(ErrorKind::kInvalidArgument, "--image-size " + std::to_string(args.image_size) +
@@ -442,7 +480,21 @@ void train(const TrainArgs& args) {
       throw Error(ErrorKind::kInvalidArgument, "--synthetic-examples " + std::to_string(count) +
                                                    " is fewer than one batch of " + std::to_string(args.batch));
     }
-    std::tie(train_x, train_y) = synthetic_examples(shape, options.zoo, count, args.seed + 1);
+    if (args.model == "arcface") {
+      // Examples near their class's centre, and held-out ones of the same
+      // classes: accuracy means something at any --classes.
+      ClassCentresOptions centres{.classes = options.zoo.classes, .example_shape = shape.example_shape,
+                                  .count = count, .seed = args.seed + 1, .sample_seed = args.seed + 2};
+      LabelledExamples train_set = class_centre_examples(centres);
+      centres.count = std::max<int64_t>(count / 4, 1);
+      centres.sample_seed = args.seed + 3;
+      LabelledExamples test_set = class_centre_examples(centres);
+      train_x = train_set.examples, train_y = train_set.labels;
+      test_x = test_set.examples, test_y = test_set.labels;
+      has_test = true;
+    } else {
+      std::tie(train_x, train_y) = synthetic_examples(shape, options.zoo, count, args.seed + 1);
+    }
   } else {
     if (args.model == "bert") {
       throw Error(ErrorKind::kInvalidArgument, "--model bert trains on --data synthetic (token ids), not on images");
@@ -484,6 +536,7 @@ void train(const TrainArgs& args) {
     std::cerr << "saved the trained model to " << args.save << "\n";
   }
   report_strategy(result.training, options.strategy, world.get());
+  if (args.model == "arcface") report_margin_head(options.zoo, ranks, args.batch, result.head_state_bytes);
   if (args.print_losses) print_losses(result.losses, result.total_steps - result.steps + 1);
   communication.report(args.print_losses, result.total_steps - result.steps + 1);
   std::printf("steps: %lld\n", static_cast<long long>(result.total_steps));
@@ -498,8 +551,11 @@ void train(const TrainArgs& args) {
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model (mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert) on a dataset");
-  auto* model = cmd->add_option("--model", args->model, "mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet or bert");
+  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model (mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert, arcface) on a dataset");
+  auto* model = cmd->add_option("--model", args->model,
+                                "mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert or arcface (a conv "
+                                "backbone, a 512-d embedding and a margin head whose classes are sharded over the "
+                                "ranks: model parallel, the backbone data parallel)");
   cmd->add_option("--graph", args->graph,
                   "train a saved training-step graph instead (inputs: data, 'lr', 'step'; loss first output)")
       ->excludes(model);
@@ -567,6 +623,19 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--profile", args->profile,
                   "write a Chrome/Perfetto trace of every step here (rank 0's), and print how much of the "
                   "communication ran beside computation (communication_overlap)");
+  cmd->add_option("--classes", args->classes,
+                  "with --data synthetic: the classes (default 10); --model arcface then trains on examples near "
+                  "seeded class centres, with a held-out test set of the same classes")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--margin", args->margin,
+                  "arcface: the head's margin, arcface (s 64, cos(theta + 0.5)), cosface (s 64, cos(theta) - 0.4) or "
+                  "softmax (plain logits) (default arcface)");
+  cmd->add_option("--sample-ratio", args->sample_ratio,
+                  "arcface: PartialFC, the fraction of each rank's class centres trained per step, the batch's "
+                  "classes always among them (default 1: all)")
+      ->check(CLI::Range(1e-6, 1.0));
+  cmd->add_option("--embedding", args->embedding, "arcface: the embedding's width (default 512)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--print-losses", args->print_losses,
                 "print every step's loss ('step N loss: X', 9 significant digits) before the result lines");
   cmd->add_option("--mlp-layers", args->mlp_layers, "mlp: hidden layers (default 1)")->check(CLI::PositiveNumber);

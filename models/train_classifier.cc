@@ -53,6 +53,11 @@ Tensor gather_class_centres(const ClassCentres& centres, const std::function<Ten
 
 }  // namespace
 
+void initialize_class_centres(Session& session, const ClassCentres& centres, int rank) {
+  Tensor weight = session.state(centres.weight);  // shares the session's memory: filled in place
+  nn::fill_class_centres(weight, centres.classes, centres.ranks, rank, centres.seed);
+}
+
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
                                           const Tensor& train_labels, const Tensor* test_examples,
                                           const Tensor* test_labels) {
@@ -96,11 +101,9 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   Session& session = world ? world->session(0) : *process_rank;
   const bool rank0 = options.world == nullptr || options.world->rank() == 0;
   if (train.class_centres) {
-    const ClassCentres& centres = *train.class_centres;
     for (int r = 0; r < (world ? ranks : 1); ++r) {
-      const int rank = options.world != nullptr ? options.world->rank() : r;
-      Tensor weight = (world ? world->session(r) : session).state(centres.weight);  // shares the session's memory
-      nn::fill_class_centres(weight, centres.classes, centres.ranks, rank, centres.seed);
+      initialize_class_centres(world ? world->session(r) : session, *train.class_centres,
+                               options.world != nullptr ? options.world->rank() : r);
     }
   }
 

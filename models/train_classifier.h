@@ -73,6 +73,11 @@ struct ClassifierTrainingResult {
   std::unique_ptr<InProcessRanks> ranks{};
 };
 
+// A margin head's centres (ClassifierGraph::class_centres) written into
+// `session`'s state as rank `rank`'s rows (nn::fill_class_centres); every
+// session of such a graph needs it before its first step.
+void initialize_class_centres(Session& session, const ClassCentres& centres, int rank);
+
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
                                           const Tensor& train_labels, const Tensor* test_examples = nullptr,
                                           const Tensor* test_labels = nullptr);

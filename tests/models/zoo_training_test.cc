@@ -18,6 +18,7 @@
 #include "frontend/onnx/onnx_importer.h"
 #include "frontend/optim/optimizer.h"
 #include "frontend/train/trainer.h"
+#include "models/train_classifier.h"
 #include "models/zoo.h"
 #include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
@@ -53,6 +54,7 @@ void learns_a_fixed_batch_and_saves(const std::string& name, const models::ZooOp
   models::ClassifierGraph train = models::build_classifier(name, batch, true, zoo);
   TrainingGraph info = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam});
   Session session(compile(*train.graph));
+  if (train.class_centres) models::initialize_class_centres(session, *train.class_centres, 0);
   auto [x, y] = random_batch(train, zoo, batch, 3);
   double first = 0, last = 0;
   for (int64_t step = 1; step <= 8; ++step) {
@@ -115,13 +117,21 @@ void runs_and_trains_on_an_async_backend(const std::string& name, const models::
   EXPECT_TRUE(got[0].bitwise_equal(expected[0])) << name << " inference";
 
   // Three Adam steps, data parallel on two ranks: AllReduce nodes on the
-  // communication streams of two ranks' backends.
-  models::ClassifierGraph train = models::build_classifier(name, batch / 2, true, zoo);
+  // communication streams of two ranks' backends (and arcface's head model
+  // parallel over them).
+  models::ZooOptions two_ranks = zoo;
+  two_ranks.head_ranks = 2;
+  models::ClassifierGraph train = models::build_classifier(name, batch / 2, true, two_ranks);
   Strategy strategy;
   strategy.data_parallel.ranks = 2;
+  if (train.class_centres) strategy.data_parallel.distributed_parameters = {train.class_centres->weight};
   TrainingGraph info = minimize(*train.graph, train.loss, {.kind = OptimizerKind::kAdam}, strategy);
   std::shared_ptr<const Plan> step = compile(*train.graph);
   InProcessRanks cpu(step, 2), async(step, 2, async_backend());
+  for (int r = 0; r < 2 && train.class_centres; ++r) {
+    models::initialize_class_centres(cpu.session(r), *train.class_centres, r);
+    models::initialize_class_centres(async.session(r), *train.class_centres, r);
+  }
   for (int64_t number = 1; number <= 3; ++number) {
     std::vector<std::map<std::string, Tensor>> feeds;
     for (int64_t r = 0; r < 2; ++r) {
@@ -143,8 +153,10 @@ void runs_and_trains_on_an_async_backend(const std::string& name, const models::
       EXPECT_TRUE(async.session(r).state(parameter).bitwise_equal(cpu.session(r).state(parameter)))
           << name << " rank " << r << " parameter " << parameter;
     }
-    EXPECT_TRUE(cpu.session(1).state(parameter).bitwise_equal(cpu.session(0).state(parameter)))
-        << name << " parameter " << parameter << " differs between the ranks";
+    const bool sharded = train.class_centres && parameter == train.class_centres->weight;
+    EXPECT_EQ(cpu.session(1).state(parameter).bitwise_equal(cpu.session(0).state(parameter)), !sharded)
+        << name << " parameter " << parameter << (sharded ? " (each rank's own classes) is the same on both ranks"
+                                                          : " differs between the ranks");
   }
 }
 
@@ -174,12 +186,13 @@ INSTANTIATE_TEST_SUITE_P(
                       ZooCase{"resnet50", {.classes = 10, .in_channels = 3, .image_size = 32, .resnet_width = 4}, 2},
                       ZooCase{"mobilenet_v2", {.classes = 10, .in_channels = 3, .image_size = 32}, 2},
                       ZooCase{"squeezenet", {.classes = 10, .in_channels = 3, .image_size = 32}, 2},
-                      ZooCase{"bert", {.classes = 3, .layers = 2, .hidden = 32, .heads = 4, .seq = 12, .vocab = 50}, 4}),
+                      ZooCase{"bert", {.classes = 3, .layers = 2, .hidden = 32, .heads = 4, .seq = 12, .vocab = 50}, 4},
+                      ZooCase{"arcface", {.classes = 7, .image_size = 16, .embedding = 32}, 4}),
     [](const ::testing::TestParamInfo<ZooCase>& zoo_info) { return zoo_info.param.name; });
 
 TEST(ZooNames, EveryModelIsCovered) {
   // A model added to the zoo must be added to the cases above.
-  std::vector<std::string> covered = {"mlp", "lenet", "resnet18", "resnet50", "mobilenet_v2", "squeezenet", "bert"};
+  std::vector<std::string> covered = {"mlp", "lenet", "resnet18", "resnet50", "mobilenet_v2", "squeezenet", "bert", "arcface"};
   EXPECT_EQ(models::zoo_names(), covered);
 }
 

@@ -118,5 +118,97 @@ TEST(ClassShards, LabelsOutsideTheClassesAreRefused) {
   }
 }
 
+// ShardLabels, then PartialFC's sampling and the mask over the sampled
+// columns, as the margin head chains them.
+std::shared_ptr<const Plan> sampling_plan(int64_t classes, int64_t count, int64_t num_sample) {
+  Graph g("sample");
+  Value* labels = g.add_input("labels", {DType::kInt64, Shape{count}});
+  Node* shard = g.add_node("ShardLabels", {labels}, 1, {{"classes", Attribute(classes)}}, "shard");
+  Node* sample = g.add_node("SampleClassCenters", {shard->output(0)}, 2,
+                            {{"classes", Attribute(classes)}, {"num_sample", Attribute(num_sample)}, {"seed", Attribute(int64_t{5})}},
+                            "sample");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{count, num_sample}});
+  Node* mask = g.add_node("MaskShardPadding", {x, sample->output(0)}, 1, {{"classes", Attribute(classes)}}, "mask");
+  g.add_output(sample->output(0));
+  g.add_output(sample->output(1));
+  g.add_output(mask->output(0));
+  infer_graph_types(g, default_op_registry());
+  return compile(g);
+}
+
+TEST(ClassCenterSampling, KeepsEveryPositiveAndFillsWithDistinctOthers) {
+  constexpr int64_t kClasses = 23, kSample = 6;  // 3 ranks: 8, 8, 7 classes, width 8
+  const std::vector<int64_t> labels = {0, 5, 5, 9, 22, 15, 16};
+  const int64_t count = static_cast<int64_t>(labels.size());
+  std::map<std::string, Tensor> feeds = {{"labels", Tensor::from_vector(labels, {count})},
+                                         {"x", Tensor(DType::kFloat32, {count, kSample})}};
+  InProcessRanks world(sampling_plan(kClasses, count, kSample), 3);
+  std::vector<std::vector<int64_t>> first_samples;
+  for (int run = 0; run < 4; ++run) {
+    const std::vector<std::vector<Tensor>> out = world.run(std::vector<std::map<std::string, Tensor>>(3, feeds));
+    for (int r = 0; r < 3; ++r) {
+      const ClassShard shard = class_shard(kClasses, 3, r);
+      const Tensor& columns = out[static_cast<size_t>(r)][0];
+      const Tensor& sampled = out[static_cast<size_t>(r)][1];
+      ASSERT_EQ(columns.num_elements(), kSample);
+      std::vector<int64_t> picked(columns.data<int64_t>(), columns.data<int64_t>() + kSample);
+      EXPECT_TRUE(std::is_sorted(picked.begin(), picked.end())) << "rank " << r;
+      EXPECT_EQ(std::adjacent_find(picked.begin(), picked.end()), picked.end()) << "rank " << r << ": a column twice";
+      for (int64_t column : picked) EXPECT_LT(column, shard.count) << "rank " << r << " sampled padding with classes left";
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t column = labels[static_cast<size_t>(i)] - shard.start;
+        const int64_t position = sampled.data<int64_t>()[i];
+        if (column < 0 || column >= shard.count) {
+          EXPECT_EQ(position, -1) << "rank " << r << " label " << labels[static_cast<size_t>(i)];
+        } else {
+          ASSERT_GE(position, 0) << "rank " << r << " dropped the positive " << labels[static_cast<size_t>(i)];
+          EXPECT_EQ(picked[static_cast<size_t>(position)], column);
+        }
+      }
+      if (r == 0) first_samples.push_back(picked);
+    }
+  }
+  // A new draw each run (rank 0 holds 2 positives and draws 4 of its other 6).
+  EXPECT_NE(first_samples[0], first_samples[1]);
+  // The same run counter draws the same sample: a fresh world replays.
+  InProcessRanks again(sampling_plan(kClasses, count, kSample), 3);
+  const std::vector<std::vector<Tensor>> replay = again.run(std::vector<std::map<std::string, Tensor>>(3, feeds));
+  EXPECT_EQ(std::vector<int64_t>(replay[0][0].data<int64_t>(), replay[0][0].data<int64_t>() + kSample), first_samples[0]);
+}
+
+TEST(ClassCenterSampling, PadsOnlyWhenTheShardIsSmallerAndMasksThePadding) {
+  constexpr int64_t kClasses = 7, kSample = 4;  // 2 ranks: 4 and 3 classes, width 4
+  const std::vector<int64_t> labels = {1, 6};
+  std::map<std::string, Tensor> feeds = {{"labels", Tensor::from_vector(labels, {2})},
+                                         {"x", Tensor::from_vector(std::vector<float>(8, 1.0f), {2, kSample})}};
+  InProcessRanks world(sampling_plan(kClasses, 2, kSample), 2);
+  const std::vector<std::vector<Tensor>> out = world.run(std::vector<std::map<std::string, Tensor>>(2, feeds));
+  for (int r = 0; r < 2; ++r) {
+    const Tensor& columns = out[static_cast<size_t>(r)][0];
+    const Tensor& masked = out[static_cast<size_t>(r)][2];
+    for (int64_t j = 0; j < kSample; ++j) {
+      EXPECT_EQ(columns.data<int64_t>()[j], j) << "rank " << r;  // every column: the whole shard
+      const bool padding = r == 1 && j == 3;
+      for (int64_t b = 0; b < 2; ++b) {
+        const float value = masked.data<float>()[b * kSample + j];
+        EXPECT_EQ(value, padding ? -std::numeric_limits<float>::infinity() : 1.0f) << "rank " << r << " column " << j;
+      }
+    }
+  }
+}
+
+TEST(ClassCenterSampling, MorePositivesThanTheSampleIsAnError) {
+  const std::vector<int64_t> labels = {0, 1, 2};
+  Session session(sampling_plan(10, 3, 2));
+  try {
+    session.run({{"labels", Tensor::from_vector(labels, {3})}, {"x", Tensor(DType::kFloat32, {3, 2})}});
+    FAIL() << "3 positives fit a sample of 2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("names 3 distinct classes of this rank's shard, more than num_sample 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace weir

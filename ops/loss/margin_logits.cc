@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 
 #include "core/error.h"
@@ -25,6 +26,19 @@ struct Margin {
         m2(float_attr(node, "m2", 0.5)),
         m3(float_attr(node, "m3", 0.0)) {}
   bool plain_angle() const { return m1 == 1.0 && m2 == 0.0; }
+  // Past pi the margin would turn the target logit back up (cos(m1 theta +
+  // m2) grows again as theta nears pi), so training would push the
+  // embedding away from its class: there the target is InsightFace's
+  // fallback cos(theta) - m3 - m2 sin(m2), which still falls with theta.
+  bool past_pi(double theta) const { return m2 > 0 && m1 * theta + m2 > std::numbers::pi; }
+  double target(double cosine, double theta) const {
+    return past_pi(theta) ? cosine - m3 - m2 * std::sin(m2) : std::cos(m1 * theta + m2) - m3;
+  }
+  // d target / d cosine.
+  double derivative(double cosine, double theta) const {
+    if (past_pi(theta)) return 1.0;
+    return m1 * std::sin(m1 * theta + m2) / std::max(std::sqrt(1 - cosine * cosine), kMinSine);
+  }
 };
 
 // labels[b] as an int64, checked against the row's columns.
@@ -71,8 +85,8 @@ class MarginLogitsKernel final : public OpKernel {
             for (int64_t j = 0; j < columns; ++j) y[b * columns + j] = static_cast<T>(m.scale * static_cast<double>(c[b * columns + j]));
             const int64_t label = labels[static_cast<size_t>(b)];
             if (label < 0) continue;
-            const double theta = std::acos(std::clamp(static_cast<double>(c[b * columns + label]), -1.0, 1.0));
-            y[b * columns + label] = static_cast<T>(m.scale * (std::cos(m.m1 * theta + m.m2) - m.m3));
+            const double x = std::clamp(static_cast<double>(c[b * columns + label]), -1.0, 1.0);
+            y[b * columns + label] = static_cast<T>(m.scale * m.target(x, std::acos(x)));
           }
         });
       } else {
@@ -111,9 +125,8 @@ class MarginLogitsGradKernel final : public OpKernel {
             const int64_t label = labels[static_cast<size_t>(b)];
             if (label < 0 || m.plain_angle()) continue;
             const double x = std::clamp(static_cast<double>(c[b * columns + label]), -1.0, 1.0);
-            const double theta = std::acos(x);
-            const double derivative = m.m1 * std::sin(m.m1 * theta + m.m2) / std::max(std::sqrt(1 - x * x), kMinSine);
-            out[b * columns + label] = static_cast<T>(m.scale * static_cast<double>(g[b * columns + label]) * derivative);
+            out[b * columns + label] =
+                static_cast<T>(m.scale * static_cast<double>(g[b * columns + label]) * m.derivative(x, std::acos(x)));
           }
         });
       } else {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,7 +59,11 @@ TEST(MarginLogits, MatchesTheFormulaForEveryMargin) {
         for (int64_t j = 0; j < 13; ++j) {
           const double cos_theta = x[static_cast<size_t>(b * 13 + j)];
           const bool target = labels.data<int64_t>()[b] == j;
-          const double want = target ? c.scale * (std::cos(c.m1 * std::acos(cos_theta) + c.m2) - c.m3) : c.scale * cos_theta;
+          const double theta = std::acos(cos_theta);
+          const double margin = c.m2 > 0 && c.m1 * theta + c.m2 > std::numbers::pi
+                                    ? cos_theta - c.m3 - c.m2 * std::sin(c.m2)  // past pi: InsightFace's fallback
+                                    : std::cos(c.m1 * theta + c.m2) - c.m3;
+          const double want = target ? c.scale * margin : c.scale * cos_theta;
           EXPECT_NEAR(got[static_cast<size_t>(b * 13 + j)], want, (dtype == DType::kFloat32 ? 2e-6 : 1e-12) * c.scale)
               << c.name << " row " << b << " column " << j;
         }
@@ -88,6 +93,20 @@ TEST(MarginLogits, ACosineAtOneKeepsAFiniteGradient) {
   const std::vector<double> cosface =
       testing::to_doubles(run_op("MarginLogitsGrad", {dy, cosine, labels}, attributes_of(kCases[1]))[0]);
   EXPECT_EQ(cosface[0], 30.0);
+}
+
+TEST(MarginLogits, PastPiTheTargetStillFallsWithTheAngle) {
+  // ArcFace (m2 0.5): theta + 0.5 passes pi below a cosine of -cos(0.5) = -0.878.
+  const std::vector<double> cosines = {-0.5, -0.8, -0.87, -0.89, -0.95, -0.99, -1.0};
+  const Tensor cosine = Tensor::from_vector(cosines, {static_cast<int64_t>(cosines.size()), 1});
+  const Tensor labels = Tensor::from_vector(std::vector<int64_t>(cosines.size(), 0), {static_cast<int64_t>(cosines.size())});
+  const std::vector<double> logits = testing::to_doubles(run_op("MarginLogits", {cosine, labels}, attributes_of(kCases[0]))[0]);
+  for (size_t i = 1; i < cosines.size(); ++i) EXPECT_LT(logits[i], logits[i - 1]) << "cosine " << cosines[i];
+  const Tensor dy = Tensor::from_vector(std::vector<double>(cosines.size(), 1.0), {static_cast<int64_t>(cosines.size()), 1});
+  const std::vector<double> grad =
+      testing::to_doubles(run_op("MarginLogitsGrad", {dy, cosine, labels}, attributes_of(kCases[0]))[0]);
+  for (size_t i = 0; i < cosines.size(); ++i) EXPECT_GT(grad[i], 0) << "cosine " << cosines[i];
+  EXPECT_EQ(grad.back(), 64.0);  // past pi the target is linear in the cosine
 }
 
 TEST(MarginLogits, LabelsOutsideTheShardAreRefusedNamingTheRow) {

@@ -1,25 +1,9 @@
 #include "frontend/data/class_centres.h"
 
-#include <cmath>
-#include <numbers>
-
 #include "core/error.h"
+#include "core/splitmix.h"
 
 namespace weir {
-
-namespace {
-
-// SplitMix64 from `state`: the centres' and the samples' generator.
-uint64_t next(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-double unit(uint64_t& state) { return static_cast<double>(next(state) >> 11) * 0x1.0p-53; }  // [0, 1)
-
-}  // namespace
 
 LabelledExamples class_centre_examples(const ClassCentresOptions& options) {
   int64_t size = 1;
@@ -34,16 +18,14 @@ LabelledExamples class_centre_examples(const ClassCentresOptions& options) {
   LabelledExamples set{Tensor(DType::kFloat32, sizes), Tensor(DType::kInt64, {options.count})};
   uint64_t samples = options.sample_seed * 0xD1B54A32D192ED03ULL + 0x8CB92BA72F3D8DD7ULL;
   for (int64_t i = 0; i < options.count; ++i) {
-    const int64_t label = static_cast<int64_t>(next(samples) % static_cast<uint64_t>(options.classes));
+    const int64_t label = static_cast<int64_t>(splitmix64_next(samples) % static_cast<uint64_t>(options.classes));
     set.labels.data<int64_t>()[i] = label;
     uint64_t centre = options.seed * 0x9E3779B97F4A7C15ULL ^ (static_cast<uint64_t>(label) + 1) * 0xA24BAED4963EE407ULL;
     float* x = set.examples.data<float>() + i * size;
     for (int64_t e = 0; e < size; e += 2) {
-      // Box-Muller: two normals from two uniforms.
-      const double radius = options.noise * std::sqrt(-2.0 * std::log(1.0 - unit(samples)));
-      const double angle = 2 * std::numbers::pi * unit(samples);
-      x[e] = static_cast<float>(unit(centre) + radius * std::cos(angle));
-      if (e + 1 < size) x[e + 1] = static_cast<float>(unit(centre) + radius * std::sin(angle));
+      const auto [z0, z1] = splitmix64_normal_pair(samples);
+      x[e] = static_cast<float>(splitmix64_unit(centre) + options.noise * z0);
+      if (e + 1 < size) x[e + 1] = static_cast<float>(splitmix64_unit(centre) + options.noise * z1);
     }
   }
   return set;

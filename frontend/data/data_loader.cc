@@ -3,17 +3,13 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/splitmix.h"
 
 namespace weir {
 
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return splitmix64_mix(x + 0x9E3779B97F4A7C15ULL); }
 
 }  // namespace
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <vector>
 
 #include "core/error.h"
+#include "core/splitmix.h"
 #include "frontend/nn/functional.h"
 #include "ops/loss/class_shards.h"
 
@@ -158,21 +158,13 @@ void fill_class_centres(Tensor& weight, int64_t classes, int ranks, int rank, ui
   float* data = weight.data<float>();
   for (int64_t i = 0; i < height; ++i) {
     // SplitMix64 keyed by (seed, class): the row is the same whichever
-    // rank holds it. Box-Muller pairs give N(0, 1).
+    // rank holds it.
     uint64_t state = seed * 0x9E3779B97F4A7C15ULL ^ (static_cast<uint64_t>(rows.start + i) + 1) * 0xD1B54A32D192ED03ULL;
-    auto next = [&state] {
-      uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-      return z ^ (z >> 31);
-    };
     float* row = data + i * width;
     for (int64_t d = 0; d < width; d += 2) {
-      const double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
-      const double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;
-      const double radius = 0.01 * std::sqrt(-2.0 * std::log(u1));
-      row[d] = static_cast<float>(radius * std::cos(2 * std::numbers::pi * u2));
-      if (d + 1 < width) row[d + 1] = static_cast<float>(radius * std::sin(2 * std::numbers::pi * u2));
+      const auto [z0, z1] = splitmix64_normal_pair(state);
+      row[d] = static_cast<float>(0.01 * z0);
+      if (d + 1 < width) row[d + 1] = static_cast<float>(0.01 * z1);
     }
   }
 }

@@ -7,21 +7,13 @@
 
 #include "core/communicator.h"
 #include "core/error.h"
+#include "core/splitmix.h"
 #include "ops/loss/class_shards.h"
 #include "ops/node_attributes.h"
 
 namespace weir {
 
 namespace {
-
-// SplitMix64: a counter-based stream, so the sample depends only on the
-// seed, the run and the draw.
-uint64_t splitmix(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 class SampleClassCentersKernel final : public OpKernel {
  public:
@@ -74,13 +66,14 @@ class SampleClassCentersKernel final : public OpKernel {
     for (int64_t c = 0; c < shard.count; ++c) {
       if (!chosen[static_cast<size_t>(c)]) others.push_back(c);
     }
+    // Keyed by the seed and the run alone (SplitMix64), so a run replays.
     const uint64_t run = ctx.rng_counter().value_or(runs_.fetch_add(1));
     uint64_t state = seed_ ^ (run * 0xD1B54A32D192ED03ULL);
     int64_t wanted = num_sample_ - positives;
     const int64_t from_others = std::min<int64_t>(wanted, static_cast<int64_t>(others.size()));
     for (int64_t i = 0; i < from_others; ++i) {
       const uint64_t span = static_cast<uint64_t>(others.size()) - static_cast<uint64_t>(i);
-      const size_t j = static_cast<size_t>(i) + static_cast<size_t>(splitmix(state) % span);
+      const size_t j = static_cast<size_t>(i) + static_cast<size_t>(splitmix64_next(state) % span);
       std::swap(others[static_cast<size_t>(i)], others[j]);
       chosen[static_cast<size_t>(others[static_cast<size_t>(i)])] = 1;
     }

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 
+#include "core/splitmix.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/threading.h"
 
@@ -12,12 +13,7 @@ namespace {
 
 const std::vector<DType> kFloating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
 
-// SplitMix64's finalizer: a bijective mix with good avalanche.
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+uint64_t mix(uint64_t z) { return splitmix64_mix(z); }
 
 double scalar_of(const KernelContext& ctx, size_t index, double fallback) {
   if (!ctx.has_input(index)) return fallback;

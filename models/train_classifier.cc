@@ -7,11 +7,11 @@
 
 #include "core/communicator.h"
 #include "core/error.h"
-#include "frontend/nn/margin_head.h"
-#include "ops/loss/class_shards.h"
 #include "frontend/data/data_loader.h"
+#include "frontend/nn/margin_head.h"
 #include "frontend/train/evaluate.h"
 #include "frontend/train/trainer.h"
+#include "ops/loss/class_shards.h"
 #include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
@@ -158,7 +158,9 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
     const std::string& name = train.class_centres->weight;
     Tensor all = gather_class_centres(*train.class_centres, [&](int r) { return world->session(r).state(name); },
                                       options.world.get(), session.state(name));
-    if (rank0) infer.graph->find_value(name)->set_data(std::move(all));
+    // Rank 0's holds every class; the others' are left without centres
+    // (bake_state gave them their own rows, which are not the [C, D] head).
+    infer.graph->find_value(name)->set_data(std::move(all));
   }
   if (test_examples != nullptr && test_labels != nullptr && rank0) {
     Session eval(compile(*infer.graph));

@@ -53,6 +53,11 @@ void check(GraphBuilder& b, Var features, const MarginHeadOptions& options) {
 
 }  // namespace
 
+int64_t sampled_centres(int64_t rows, double ratio, int64_t batch) {
+  const int64_t wanted = static_cast<int64_t>(std::ceil(ratio * static_cast<double>(rows)));
+  return std::min(rows, std::max(wanted, batch));
+}
+
 MarginHeadOptions margin_preset(const std::string& margin) {
   MarginHeadOptions options;
   options.margin = margin;
@@ -92,8 +97,7 @@ MarginHead margin_softmax_loss(GraphBuilder& b, Var features, Var labels, const 
   Var local = ranks > 1 ? b.op("ShardLabels", {y}, {{"classes", Attribute(options.classes)}}, "shard_labels") : y;
   Var centres = weight, columns;
   if (options.sample_ratio < 1) {
-    const int64_t wanted = static_cast<int64_t>(std::ceil(options.sample_ratio * static_cast<double>(head.rows)));
-    head.sampled = std::min(head.rows, std::max(wanted, batch));
+    head.sampled = sampled_centres(head.rows, options.sample_ratio, batch);
     std::vector<Var> sample = b.op("SampleClassCenters", {local}, 2,
                                    {{"classes", Attribute(options.classes)}, {"num_sample", Attribute(head.sampled)},
                                     {"seed", Attribute(static_cast<int64_t>(options.seed >> 1))}},

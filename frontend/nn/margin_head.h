@@ -60,6 +60,10 @@ struct MarginHeadOptions {
   std::string name = "head";  // the scope; the parameter is NAME/weight
 };
 
+// PartialFC's sample per rank: min(rows, max(ceil(ratio * rows), batch)),
+// `batch` the whole step's (every positive must fit).
+int64_t sampled_centres(int64_t rows, double ratio, int64_t batch);
+
 // The margin's defaults; throws weir::Error(kInvalidArgument) naming the choices.
 MarginHeadOptions margin_preset(const std::string& margin);
 

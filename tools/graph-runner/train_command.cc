@@ -1,7 +1,6 @@
 #include "tools/graph-runner/train_command.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -12,6 +11,7 @@
 #include "frontend/data/class_centres.h"
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
+#include "frontend/nn/margin_head.h"
 #include "core/type_inference.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/optim/lr_schedule.h"
@@ -223,9 +223,8 @@ void report_margin_head(const models::ZooOptions& zoo, int ranks, int64_t batch,
                            " rows each").c_str()
                         : "one rank");
   if (zoo.sample_ratio < 1) {
-    const int64_t wanted = static_cast<int64_t>(std::ceil(zoo.sample_ratio * static_cast<double>(rows)));
-    std::printf(", PartialFC %lld of %lld rows per step", static_cast<long long>(std::min(rows, std::max(wanted, batch))),
-                static_cast<long long>(rows));
+    std::printf(", PartialFC %lld of %lld rows per step",
+                static_cast<long long>(nn::sampled_centres(rows, zoo.sample_ratio, batch)), static_cast<long long>(rows));
   }
   std::printf("\nhead_state_bytes: %lld\n", static_cast<long long>(state_bytes));
 }

@@ -68,8 +68,10 @@ bool OptimizerUpdates::run(Graph& graph, PassContext& context) {
     std::vector<Value*> inputs = {param, gradient};
     for (const char* s : optimizer_state_names(kind)) {
       std::string name = param->name() + "/" + s;
-      Value* state = graph.add_persistent(name, param->type(), PersistentRole::kOptimizerState,
-                                          Tensor(param->dtype(), param->shape().sizes()));
+      // No initial tensor: a session zero-fills a typed persistent value,
+      // so the graph does not hold a zero copy of every parameter per
+      // state (2 GB for Adam on a million-class head's shard).
+      Value* state = graph.add_persistent(name, param->type(), PersistentRole::kOptimizerState, Tensor());
       result.optimizer_state.push_back(name);
       inputs.push_back(state);
     }

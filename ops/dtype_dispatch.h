@@ -55,4 +55,21 @@ decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
   throw Error(ErrorKind::kInternal, "dispatch on undefined dtype");
 }
 
+// The f32/f64-only kernels' dispatch: calls fn with float or double and
+// returns true, or returns false (calling nothing) for any other dtype, so
+// the kernel fails naming what it got.
+//
+//   if (!dispatch_f32_f64(x.dtype(), run)) ctx.fail("supports f32 and f64, got " + x.type_string());
+template <typename Fn>
+bool dispatch_f32_f64(DType dtype, Fn&& fn) {
+  if (dtype == DType::kFloat32) {
+    fn.template operator()<float>();
+  } else if (dtype == DType::kFloat64) {
+    fn.template operator()<double>();
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace weir

@@ -35,21 +35,15 @@ class SampleClassCentersKernel final : public OpKernel {
                "] (this world's shard width of " + std::to_string(classes_) + " classes)");
     }
     const Tensor& labels = ctx.input(0);
-    if (labels.dtype() != DType::kInt64 || labels.sizes().size() != 1) {
-      ctx.fail("local_labels must be i64 [batch], got " + labels.type_string());
-    }
+    if (labels.sizes().size() != 1) ctx.fail("local_labels must be [batch], got " + labels.type_string());
     const int64_t batch = labels.num_elements();
-    const int64_t* local = labels.data<int64_t>();
+    const std::vector<int64_t> local = shard_column_labels(ctx, labels, batch, shard.count);
 
     // chosen[c]: the shard column c is in the sample.
     std::vector<char> chosen(static_cast<size_t>(shard.width), 0);
     int64_t positives = 0;
     for (int64_t b = 0; b < batch; ++b) {
-      const int64_t column = local[b];
-      if (column < -1 || column >= shard.count) {
-        ctx.fail("local_labels[" + std::to_string(b) + "] = " + std::to_string(column) +
-                 " is neither -1 nor a class of this rank's shard (" + std::to_string(shard.count) + " classes)");
-      }
+      const int64_t column = local[static_cast<size_t>(b)];
       if (column >= 0 && !chosen[static_cast<size_t>(column)]) {
         chosen[static_cast<size_t>(column)] = 1;
         ++positives;
@@ -90,7 +84,8 @@ class SampleClassCentersKernel final : public OpKernel {
     }
     Tensor& sampled = ctx.allocate_output(1, DType::kInt64, {batch}, KernelContext::Fill::kUninitialized);
     for (int64_t b = 0; b < batch; ++b) {
-      sampled.data<int64_t>()[b] = local[b] >= 0 ? position[static_cast<size_t>(local[b])] : -1;
+      const int64_t column = local[static_cast<size_t>(b)];
+      sampled.data<int64_t>()[b] = column >= 0 ? position[static_cast<size_t>(column)] : -1;
     }
   }
 

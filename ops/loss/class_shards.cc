@@ -8,6 +8,7 @@
 
 #include "core/communicator.h"
 #include "core/error.h"
+#include "ops/dtype_dispatch.h"
 #include "ops/node_attributes.h"
 
 namespace weir {
@@ -67,13 +68,7 @@ class MaskShardPaddingKernel final : public OpKernel {
         for (int64_t j : padding) out[b * width + j] = static_cast<T>(fill_);
       }
     };
-    if (x.dtype() == DType::kFloat32) {
-      mask.template operator()<float>();
-    } else if (x.dtype() == DType::kFloat64) {
-      mask.template operator()<double>();
-    } else {
-      ctx.fail("supports f32 and f64, got " + x.type_string());
-    }
+    if (!dispatch_f32_f64(x.dtype(), mask)) ctx.fail("supports f32 and f64, got " + x.type_string());
   }
 
  private:
@@ -114,6 +109,22 @@ class ShardLabelsKernel final : public OpKernel {
 };
 
 }  // namespace
+
+std::vector<int64_t> shard_column_labels(const KernelContext& ctx, const Tensor& labels, int64_t rows, int64_t columns) {
+  if ((labels.dtype() != DType::kInt64 && labels.dtype() != DType::kInt32) || labels.num_elements() != rows) {
+    ctx.fail("labels must be i64 or i32 [" + std::to_string(rows) + "] (one per row), got " + labels.type_string());
+  }
+  std::vector<int64_t> out(static_cast<size_t>(rows));
+  for (int64_t b = 0; b < rows; ++b) {
+    const int64_t label = labels.dtype() == DType::kInt64 ? labels.data<int64_t>()[b] : labels.data<int32_t>()[b];
+    if (label < -1 || label >= columns) {
+      ctx.fail("label " + std::to_string(label) + " of row " + std::to_string(b) + " is outside [-1, " +
+               std::to_string(columns) + ") (a column of this shard, or -1 for a class another rank holds)");
+    }
+    out[static_cast<size_t>(b)] = label;
+  }
+  return out;
+}
 
 ClassShard class_shard(int64_t classes, int64_t ranks, int64_t rank) {
   if (ranks < 1 || classes < ranks || rank < 0 || rank >= ranks) {

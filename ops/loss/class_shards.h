@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/op_schema.h"
 #include "ops/kernel.h"
@@ -40,6 +41,12 @@ struct ClassShard {
 // Throws weir::Error(kInvalidArgument) unless classes >= ranks >= 1 and
 // 0 <= rank < ranks.
 ClassShard class_shard(int64_t classes, int64_t ranks, int64_t rank);
+
+// The labels of the ops that read a shard's columns (MarginLogits,
+// ShardedCrossEntropy, SampleClassCenters): i64 or i32, one per row, each
+// a column in [0, columns) or -1 (a class another rank holds), as int64.
+// Anything else fails the kernel naming the row.
+std::vector<int64_t> shard_column_labels(const KernelContext& ctx, const Tensor& labels, int64_t rows, int64_t columns);
 
 void register_class_shard_schemas(OpRegistry& registry);
 void register_class_shard_cpu_kernels(KernelRegistry& registry);

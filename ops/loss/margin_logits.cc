@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/loss/class_shards.h"
 #include "ops/node_attributes.h"
 #include "ops/threading.h"
 
@@ -41,26 +42,6 @@ struct Margin {
   }
 };
 
-// labels[b] as an int64, checked against the row's columns.
-std::vector<int64_t> labels_of(const KernelContext& ctx, const Tensor& labels, int64_t rows, int64_t columns) {
-  if (labels.dtype() != DType::kInt64 && labels.dtype() != DType::kInt32) {
-    ctx.fail("labels must be i64 or i32, got " + labels.type_string());
-  }
-  if (labels.num_elements() != rows) {
-    ctx.fail("labels " + labels.type_string() + " must hold one label per row of the " + std::to_string(rows) + " rows");
-  }
-  std::vector<int64_t> out(static_cast<size_t>(rows));
-  for (int64_t b = 0; b < rows; ++b) {
-    const int64_t label = labels.dtype() == DType::kInt64 ? labels.data<int64_t>()[b] : labels.data<int32_t>()[b];
-    if (label < -1 || label >= columns) {
-      ctx.fail("label " + std::to_string(label) + " of row " + std::to_string(b) + " is outside [-1, " +
-               std::to_string(columns) + ") (a column of these cosines, or -1 for a class another rank holds)");
-    }
-    out[static_cast<size_t>(b)] = label;
-  }
-  return out;
-}
-
 void check_cosine(const KernelContext& ctx, const Tensor& cosine) {
   if (cosine.sizes().size() != 2) ctx.fail("cosine must be [batch, classes], got " + cosine.type_string());
 }
@@ -73,26 +54,23 @@ class MarginLogitsKernel final : public OpKernel {
     const Tensor& cosine = ctx.input(0);
     check_cosine(ctx, cosine);
     const int64_t rows = cosine.sizes()[0], columns = cosine.sizes()[1];
-    const std::vector<int64_t> labels = labels_of(ctx, ctx.input(1), rows, columns);
+    const std::vector<int64_t> labels = shard_column_labels(ctx, ctx.input(1), rows, columns);
     Tensor& logits = ctx.allocate_output(0, cosine.dtype(), cosine.sizes(), KernelContext::Fill::kUninitialized);
     const Margin m = margin_;
-    dispatch_dtype(cosine.dtype(), [&]<typename T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        const T* c = cosine.data<T>();
-        T* y = logits.data<T>();
-        parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(columns, 1)), [&](int64_t begin, int64_t end) {
-          for (int64_t b = begin; b < end; ++b) {
-            for (int64_t j = 0; j < columns; ++j) y[b * columns + j] = static_cast<T>(m.scale * static_cast<double>(c[b * columns + j]));
-            const int64_t label = labels[static_cast<size_t>(b)];
-            if (label < 0) continue;
-            const double x = std::clamp(static_cast<double>(c[b * columns + label]), -1.0, 1.0);
-            y[b * columns + label] = static_cast<T>(m.scale * m.target(x, std::acos(x)));
-          }
-        });
-      } else {
-        ctx.fail("supports f32 and f64, got " + cosine.type_string());
-      }
-    });
+    auto run = [&]<typename T>() {
+      const T* c = cosine.data<T>();
+      T* y = logits.data<T>();
+      parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(columns, 1)), [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          for (int64_t j = 0; j < columns; ++j) y[b * columns + j] = static_cast<T>(m.scale * static_cast<double>(c[b * columns + j]));
+          const int64_t label = labels[static_cast<size_t>(b)];
+          if (label < 0) continue;
+          const double x = std::clamp(static_cast<double>(c[b * columns + label]), -1.0, 1.0);
+          y[b * columns + label] = static_cast<T>(m.scale * m.target(x, std::acos(x)));
+        }
+      });
+    };
+    if (!dispatch_f32_f64(cosine.dtype(), run)) ctx.fail("supports f32 and f64, got " + cosine.type_string());
   }
 
  private:
@@ -111,28 +89,25 @@ class MarginLogitsGradKernel final : public OpKernel {
       ctx.fail("dY is " + dy.type_string() + " and the cosine " + cosine.type_string() + "; they must match");
     }
     const int64_t rows = cosine.sizes()[0], columns = cosine.sizes()[1];
-    const std::vector<int64_t> labels = labels_of(ctx, ctx.input(2), rows, columns);
+    const std::vector<int64_t> labels = shard_column_labels(ctx, ctx.input(2), rows, columns);
     Tensor& dc = ctx.allocate_output(0, cosine.dtype(), cosine.sizes(), KernelContext::Fill::kUninitialized);
     const Margin m = margin_;
-    dispatch_dtype(cosine.dtype(), [&]<typename T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        const T* c = cosine.data<T>();
-        const T* g = dy.data<T>();
-        T* out = dc.data<T>();
-        parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(columns, 1)), [&](int64_t begin, int64_t end) {
-          for (int64_t b = begin; b < end; ++b) {
-            for (int64_t j = 0; j < columns; ++j) out[b * columns + j] = static_cast<T>(m.scale * static_cast<double>(g[b * columns + j]));
-            const int64_t label = labels[static_cast<size_t>(b)];
-            if (label < 0 || m.plain_angle()) continue;
-            const double x = std::clamp(static_cast<double>(c[b * columns + label]), -1.0, 1.0);
-            out[b * columns + label] =
-                static_cast<T>(m.scale * static_cast<double>(g[b * columns + label]) * m.derivative(x, std::acos(x)));
-          }
-        });
-      } else {
-        ctx.fail("supports f32 and f64, got " + cosine.type_string());
-      }
-    });
+    auto run = [&]<typename T>() {
+      const T* c = cosine.data<T>();
+      const T* g = dy.data<T>();
+      T* out = dc.data<T>();
+      parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(columns, 1)), [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          for (int64_t j = 0; j < columns; ++j) out[b * columns + j] = static_cast<T>(m.scale * static_cast<double>(g[b * columns + j]));
+          const int64_t label = labels[static_cast<size_t>(b)];
+          if (label < 0 || m.plain_angle()) continue;
+          const double x = std::clamp(static_cast<double>(c[b * columns + label]), -1.0, 1.0);
+          out[b * columns + label] =
+              static_cast<T>(m.scale * static_cast<double>(g[b * columns + label]) * m.derivative(x, std::acos(x)));
+        }
+      });
+    };
+    if (!dispatch_f32_f64(cosine.dtype(), run)) ctx.fail("supports f32 and f64, got " + cosine.type_string());
   }
 
  private:

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/loss/class_shards.h"
 #include "ops/threading.h"
 
 namespace weir {
@@ -31,19 +33,7 @@ Rows rows_of(const KernelContext& ctx, size_t logits_index) {
                std::string(dtype_name(logits.dtype())) + "[" + std::to_string(r.rows) + "], got " + stat.type_string());
     }
   }
-  const Tensor& labels = ctx.input(logits_index + 3);
-  if ((labels.dtype() != DType::kInt64 && labels.dtype() != DType::kInt32) || labels.num_elements() != r.rows) {
-    ctx.fail("local_labels must be i64 or i32 [" + std::to_string(r.rows) + "], got " + labels.type_string());
-  }
-  r.labels.resize(static_cast<size_t>(r.rows));
-  for (int64_t b = 0; b < r.rows; ++b) {
-    const int64_t label = labels.dtype() == DType::kInt64 ? labels.data<int64_t>()[b] : labels.data<int32_t>()[b];
-    if (label < -1 || label >= r.width) {
-      ctx.fail("label " + std::to_string(label) + " of row " + std::to_string(b) + " is outside [-1, " +
-               std::to_string(r.width) + ") (a column of this shard, or -1)");
-    }
-    r.labels[static_cast<size_t>(b)] = label;
-  }
+  r.labels = shard_column_labels(ctx, ctx.input(logits_index + 3), r.rows, r.width);
   return r;
 }
 
@@ -67,13 +57,7 @@ class ShardedCrossEntropyKernel final : public OpKernel {
                                               std::log(static_cast<double>(s[b]))));
       }
     };
-    if (logits.dtype() == DType::kFloat32) {
-      run.template operator()<float>();
-    } else if (logits.dtype() == DType::kFloat64) {
-      run.template operator()<double>();
-    } else {
-      ctx.fail("supports f32 and f64, got " + logits.type_string());
-    }
+    if (!dispatch_f32_f64(logits.dtype(), run)) ctx.fail("supports f32 and f64, got " + logits.type_string());
   }
 };
 
@@ -109,13 +93,7 @@ class ShardedCrossEntropyGradKernel final : public OpKernel {
         }
       });
     };
-    if (logits.dtype() == DType::kFloat32) {
-      run.template operator()<float>();
-    } else if (logits.dtype() == DType::kFloat64) {
-      run.template operator()<double>();
-    } else {
-      ctx.fail("supports f32 and f64, got " + logits.type_string());
-    }
+    if (!dispatch_f32_f64(logits.dtype(), run)) ctx.fail("supports f32 and f64, got " + logits.type_string());
   }
 };
 

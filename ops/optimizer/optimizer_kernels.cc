@@ -13,7 +13,7 @@ namespace weir {
 
 namespace {
 
-enum class Rule { kSgd, kMomentum, kAdam, kAdamW, kLamb };
+enum class Rule { kSgd, kMomentum, kAdagrad, kAdam, kAdamW, kLamb };
 
 class UpdateKernel final : public OpKernel {
  public:
@@ -24,10 +24,10 @@ class UpdateKernel final : public OpKernel {
         nesterov_(node.has_attr("nesterov") && node.attr("nesterov").i() != 0),
         beta1_(float_attr(node, "beta1", 0.9)),
         beta2_(float_attr(node, "beta2", 0.999)),
-        epsilon_(float_attr(node, "epsilon", rule == Rule::kLamb ? 1e-6 : 1e-8)) {}
+        epsilon_(float_attr(node, "epsilon", rule == Rule::kLamb || rule == Rule::kAdagrad ? 1e-6 : 1e-8)) {}
 
   void compute(KernelContext& ctx) override {
-    size_t num_state = rule_ == Rule::kSgd ? 0 : (rule_ == Rule::kMomentum ? 1 : 2);
+    size_t num_state = rule_ == Rule::kSgd ? 0 : (rule_ == Rule::kMomentum || rule_ == Rule::kAdagrad ? 1 : 2);
     const Tensor& param = ctx.input(0);
     for (size_t i = 1; i < 2 + num_state; ++i) {
       const Tensor& other = ctx.input(i);
@@ -92,6 +92,18 @@ class UpdateKernel final : public OpKernel {
             double v = mu * s0[i] + grad;
             s0[i] = static_cast<T>(v);
             p[i] -= static_cast<T>(lr * (nesterov_ ? grad + mu * v : v));
+          }
+        });
+        return;
+      case Rule::kAdagrad:
+        // Duchi et al.'s diagonal rule as Paddle writes it: the accumulator
+        // holds the sum of squared gradients, epsilon outside the root.
+        parallel_for(n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            double grad = g[i] + wd * p[i];
+            double sum = s0[i] + grad * grad;
+            s0[i] = static_cast<T>(sum);
+            p[i] -= static_cast<T>(lr * grad / (std::sqrt(sum) + eps));
           }
         });
         return;
@@ -232,6 +244,7 @@ void register_optimizer_cpu_kernels(KernelRegistry& registry) {
   };
   add("SGD", Rule::kSgd);
   add("Momentum", Rule::kMomentum);
+  add("Adagrad", Rule::kAdagrad);
   add("Adam", Rule::kAdam);
   add("AdamW", Rule::kAdamW);
   add("LAMB", Rule::kLamb);

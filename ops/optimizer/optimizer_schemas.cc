@@ -63,6 +63,10 @@ void register_optimizer_schemas(OpRegistry& registry) {
                       "velocity), g = grad + weight_decay * param; in place")
                    .attr("momentum", AttrType::kFloat, Attribute(0.9))
                    .attr("nesterov", AttrType::kInt, Attribute(int64_t{0})));
+  registry.add(update("Adagrad", {"accumulator"}, false,
+                      "accumulator += g * g; param -= lr * g / (sqrt(accumulator) + epsilon), g = grad + "
+                      "weight_decay * param; in place")
+                   .attr("epsilon", AttrType::kFloat, Attribute(1e-6)));
   for (const char* name : {"Adam", "AdamW", "LAMB"}) {
     std::string op = name;
     const char* doc = op == "Adam" ? "Adam with bias correction at the 1-based step; weight_decay is L2 (added to grad); in place"

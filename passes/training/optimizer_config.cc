@@ -11,6 +11,7 @@ const char* optimizer_op_type(OptimizerKind kind) {
   switch (kind) {
     case OptimizerKind::kSgd: return "SGD";
     case OptimizerKind::kMomentum: return "Momentum";
+    case OptimizerKind::kAdagrad: return "Adagrad";
     case OptimizerKind::kAdam: return "Adam";
     case OptimizerKind::kAdamW: return "AdamW";
     case OptimizerKind::kLamb: return "LAMB";
@@ -22,6 +23,7 @@ std::vector<const char*> optimizer_state_names(OptimizerKind kind) {
   switch (kind) {
     case OptimizerKind::kSgd: return {};
     case OptimizerKind::kMomentum: return {"velocity"};
+    case OptimizerKind::kAdagrad: return {"accumulator"};
     default: return {"m", "v"};
   }
 }
@@ -31,11 +33,12 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   if (lower == "sgd") return OptimizerKind::kSgd;
   if (lower == "momentum") return OptimizerKind::kMomentum;
+  if (lower == "adagrad") return OptimizerKind::kAdagrad;
   if (lower == "adam") return OptimizerKind::kAdam;
   if (lower == "adamw") return OptimizerKind::kAdamW;
   if (lower == "lamb") return OptimizerKind::kLamb;
   throw Error(ErrorKind::kInvalidArgument,
-              "unknown optimizer '" + name + "' (choices: sgd, momentum, adam, adamw, lamb)");
+              "unknown optimizer '" + name + "' (choices: sgd, momentum, adagrad, adam, adamw, lamb)");
 }
 
 std::string optimizer_kind_name(OptimizerKind kind) {

@@ -11,7 +11,7 @@
 
 namespace weir {
 
-enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdamW, kLamb };
+enum class OptimizerKind { kSgd, kMomentum, kAdagrad, kAdam, kAdamW, kLamb };
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kAdam;
@@ -19,15 +19,16 @@ struct OptimizerConfig {
   double momentum = 0.9;        // Momentum
   bool nesterov = false;        // Momentum
   double beta1 = 0.9, beta2 = 0.999;
-  double epsilon = 0.0;         // 0: the op's default (1e-8; LAMB 1e-6)
+  double epsilon = 0.0;         // 0: the op's default (1e-8; Adagrad and LAMB 1e-6)
   double clip_global_norm = 0;  // > 0: gradients scaled to this global L2 norm at most
 };
 
-// "sgd", "momentum", "adam", "adamw", "lamb"; throws naming the choices otherwise.
+// "sgd", "momentum", "adagrad", "adam", "adamw", "lamb"; throws naming the choices otherwise.
 OptimizerKind parse_optimizer_kind(const std::string& name);
 std::string optimizer_kind_name(OptimizerKind kind);
-// The update op of `kind` ("SGD", "Momentum", "Adam", "AdamW", "LAMB") and
-// the optimizer state it keeps per parameter ("velocity"; "m", "v").
+// The update op of `kind` ("SGD", "Momentum", "Adagrad", "Adam", "AdamW",
+// "LAMB") and the optimizer state it keeps per parameter ("velocity";
+// "accumulator"; "m", "v").
 const char* optimizer_op_type(OptimizerKind kind);
 std::vector<const char*> optimizer_state_names(OptimizerKind kind);
 

@@ -29,6 +29,7 @@ std::map<std::string, Attribute> update_attributes(const OptimizerConfig& config
     attrs["momentum"] = Attribute(config.momentum);
     attrs["nesterov"] = Attribute(int64_t{config.nesterov ? 1 : 0});
   }
+  if (config.kind == OptimizerKind::kAdagrad && config.epsilon > 0) attrs["epsilon"] = Attribute(config.epsilon);
   if (has_step) {
     attrs["beta1"] = Attribute(config.beta1);
     attrs["beta2"] = Attribute(config.beta2);

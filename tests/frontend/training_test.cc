@@ -84,7 +84,8 @@ void reference_step(const OptimizerConfig& c, double lr, int64_t t, std::map<std
       }
     }
   }
-  const double eps = c.epsilon > 0 ? c.epsilon : (c.kind == OptimizerKind::kLamb ? 1e-6 : 1e-8);
+  const double eps = c.epsilon > 0 ? c.epsilon
+                     : (c.kind == OptimizerKind::kLamb || c.kind == OptimizerKind::kAdagrad ? 1e-6 : 1e-8);
   for (const std::string& name : kParams) {
     std::vector<double>& p = s.p[name];
     std::vector<double>& m = s.s0[name];
@@ -100,6 +101,12 @@ void reference_step(const OptimizerConfig& c, double lr, int64_t t, std::map<std
           double gw = gi + c.weight_decay * p[i];
           m[i] = c.momentum * m[i] + gw;
           u[i] = c.nesterov ? gw + c.momentum * m[i] : m[i];
+          break;
+        }
+        case OptimizerKind::kAdagrad: {
+          double gw = gi + c.weight_decay * p[i];
+          m[i] += gw * gw;
+          u[i] = gw / (std::sqrt(m[i]) + eps);
           break;
         }
         default: {
@@ -134,6 +141,7 @@ TEST(Optimizers, OneStepOfAnMlpMatchesTheReferenceForEveryOptimizer) {
       {"sgd+clip", {.kind = OptimizerKind::kSgd, .clip_global_norm = 0.05}},
       {"momentum", {.kind = OptimizerKind::kMomentum, .weight_decay = 0.01, .momentum = 0.9}},
       {"nesterov", {.kind = OptimizerKind::kMomentum, .momentum = 0.8, .nesterov = true}},
+      {"adagrad", {.kind = OptimizerKind::kAdagrad, .weight_decay = 0.01}},
       {"adam", {.kind = OptimizerKind::kAdam, .weight_decay = 0.01}},
       {"adamw", {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1}},
       {"lamb", {.kind = OptimizerKind::kLamb, .weight_decay = 0.1}},
@@ -188,7 +196,7 @@ TEST(Optimizers, ParametersAreUpdatedAfterEveryRead) {
       EXPECT_TRUE(controls.count(use.node)) << use.node->name() << " reads " << param->name();
     }
   }
-  EXPECT_THROW(parse_optimizer_kind("adagrad"), Error);
+  EXPECT_THROW(parse_optimizer_kind("rmsprop"), Error);
 }
 
 TEST(DataLoader, EveryExampleOnceInASeedDeterminedOrder) {

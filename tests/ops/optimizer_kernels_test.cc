@@ -25,7 +25,7 @@ void reference_step(const std::string& rule, State& s, const std::vector<double>
                     const std::map<std::string, double>& a) {
   auto get = [&](const char* name, double fallback) { return a.count(name) ? a.at(name) : fallback; };
   double wd = get("weight_decay", 0), mu = get("momentum", 0.9), b1 = get("beta1", 0.9), b2 = get("beta2", 0.999);
-  double eps = get("epsilon", rule == "LAMB" ? 1e-6 : 1e-8);
+  double eps = get("epsilon", rule == "LAMB" || rule == "Adagrad" ? 1e-6 : 1e-8);
   bool nesterov = get("nesterov", 0) != 0;
   std::vector<double> r(s.p.size());
   for (size_t i = 0; i < s.p.size(); ++i) {
@@ -35,6 +35,10 @@ void reference_step(const std::string& rule, State& s, const std::vector<double>
       double grad = g[i] + wd * s.p[i];
       s.m[i] = mu * s.m[i] + grad;
       r[i] = nesterov ? grad + mu * s.m[i] : s.m[i];
+    } else if (rule == "Adagrad") {
+      double grad = g[i] + wd * s.p[i];
+      s.m[i] += grad * grad;
+      r[i] = grad / (std::sqrt(s.m[i]) + eps);
     } else {
       double grad = rule == "Adam" ? g[i] + wd * s.p[i] : g[i];
       s.m[i] = b1 * s.m[i] + (1 - b1) * grad;
@@ -62,7 +66,8 @@ TEST(OptimizerKernels, UpdatesMatchTheReferenceOverSeveralSteps) {
   };
   const std::vector<Case> cases = {
       {"SGD", {}}, {"SGD", {{"weight_decay", 0.1}}}, {"Momentum", {{"momentum", 0.8}}},
-      {"Momentum", {{"nesterov", 1}, {"weight_decay", 0.01}}}, {"Adam", {}}, {"Adam", {{"weight_decay", 0.05}}},
+      {"Momentum", {{"nesterov", 1}, {"weight_decay", 0.01}}}, {"Adagrad", {}},
+      {"Adagrad", {{"weight_decay", 0.1}, {"epsilon", 1e-3}}}, {"Adam", {}}, {"Adam", {{"weight_decay", 0.05}}},
       {"AdamW", {{"weight_decay", 0.1}, {"beta1", 0.8}}}, {"LAMB", {{"weight_decay", 0.01}}},
   };
   uint32_t seed = 1;
@@ -83,7 +88,7 @@ TEST(OptimizerKernels, UpdatesMatchTheReferenceOverSeveralSteps) {
         Tensor lr = Tensor::scalar<float>(0.05f);
         std::vector<Tensor> inputs = {p, grad};
         size_t outputs = 1;
-        if (c.rule == "Momentum") {
+        if (c.rule == "Momentum" || c.rule == "Adagrad") {
           inputs.push_back(m);
           outputs = 2;
         } else if (c.rule != "SGD") {

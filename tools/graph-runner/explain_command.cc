@@ -239,7 +239,7 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "with --model: examples per rank and step (default 32)")->check(CLI::PositiveNumber);
   cmd->add_option("--image-size", args->image_size, "with --model: the image models' input side (default 28)")
       ->check(CLI::Range(int64_t{8}, int64_t{1024}));
-  cmd->add_option("--optimizer", args->optimizer, "with --model: sgd, momentum, adam, adamw or lamb (default momentum)");
+  cmd->add_option("--optimizer", args->optimizer, "with --model: sgd, momentum, adagrad, adam, adamw or lamb (default momentum)");
   cmd->add_option("--gflops", args->gflops,
                   "the compute time from FLOPs at this many GFLOP/s per rank, instead of measuring one rank's step "
                   "here (needed for a MODEL file)")

@@ -566,7 +566,7 @@ void add_train_command(CLI::App& app) {
   auto* epochs = cmd->add_option("--epochs", args->epochs, "epochs to train (default 1)")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", args->steps, "steps to train instead of epochs")->check(CLI::PositiveNumber)->excludes(epochs);
   cmd->add_option("--batch", args->batch, "batch size (default 64)")->check(CLI::PositiveNumber);
-  cmd->add_option("--optimizer", args->optimizer, "sgd, momentum, adam, adamw or lamb (default adam)");
+  cmd->add_option("--optimizer", args->optimizer, "sgd, momentum, adagrad, adam, adamw or lamb (default adam)");
   cmd->add_option("--lr", args->lr, "learning rate (default 1e-3)")->check(CLI::PositiveNumber);
   cmd->add_option("--weight-decay", args->weight_decay, "weight decay (default 0)");
   cmd->add_option("--clip-global-norm", args->clip, "clip gradients to this global L2 norm (default: off)");

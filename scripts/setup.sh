@@ -23,8 +23,9 @@ packages=(
   # frontend: gzip'ed IDX datasets and .npz files (zlib), the Fashion-MNIST data the
   # demo and the training tests use, CLI11 for graph-runner
   zlib1g-dev dataset-fashion-mnist libcli11-dev
-  # distributed: Gloo's collectives over TCP between processes
-  libgloo-dev
+  # distributed: Gloo's collectives over TCP between processes; the
+  # parameter server's RPC (gRPC and its protoc plugin)
+  libgloo-dev libgrpc++-dev protobuf-compiler-grpc
   # mpirun, a launcher graph-runner train runs under (tests/tools/multi_process_training_test.cc)
   openmpi-bin
   # tests and benchmarks

@@ -13,6 +13,7 @@
 #include "tools/graph-runner/inspect_command.h"
 #include "tools/graph-runner/launch_command.h"
 #include "tools/graph-runner/optimize_command.h"
+#include "tools/graph-runner/ps_server_command.h"
 #include "tools/graph-runner/run_command.h"
 #include "tools/graph-runner/train_command.h"
 #include "tools/graph-runner/verify_command.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   weir::tools::add_launch_command(app);
   weir::tools::add_comm_bench_command(app);
   weir::tools::add_explain_command(app);
+  weir::tools::add_ps_server_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -22,9 +22,9 @@ cmake --preset ci
 cmake --build --preset ci
 ctest --preset ci
 
-echo "== ThreadSanitizer (tsan preset): runtime, data loader, checkpoints"
+echo "== ThreadSanitizer (tsan preset): runtime, data loader, checkpoints, parameter-server tables"
 cmake --preset tsan
-cmake --build --preset tsan --target weir_runtime_tests weir_frontend_tests
+cmake --build --preset tsan --target weir_runtime_tests weir_frontend_tests weir_ps_tests
 # On one core (taskset), every OpenMP region, Weir's and oneDNN's, runs on
 # the calling thread, while Weir's own threads (inter-op, streams,
 # communicators, loader workers) still interleave. Nothing is suppressed:
@@ -33,6 +33,11 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 WEIR_TEST_TMPDIR=build/tsan/tmp taskset -c 0 build/tsan/tests/runtime/weir_runtime_tests
 WEIR_TEST_TMPDIR=build/tsan/tmp taskset -c 0 build/tsan/tests/frontend/weir_frontend_tests \
   --gtest_filter='DataLoader*:Checkpoints*'
+# The tables' shard locks and the synchronous rounds' barrier, without
+# gRPC: Debian's gRPC and Abseil are not built for ThreadSanitizer, whose
+# reports inside them say nothing about Weir.
+WEIR_TEST_TMPDIR=build/tsan/tmp build/tsan/tests/distributed/weir_ps_tests \
+  --gtest_filter='SparseTable*:DenseTable*:SyncRounds*'
 unset TSAN_OPTIONS
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer (sanitize preset): fuzzing, then the suite"

@@ -74,9 +74,12 @@ void DenseTable::load(std::string_view bytes, const std::string& source) {
                                         std::to_string(expected))
         .with_file(source);
   }
+  // Copied as bytes (the file's floats need not be aligned); std::copy
+  // rather than memcpy, which may not be given an empty vector's null data.
   const char* p = bytes.data() + sizeof(kDenseMagic) + sizeof(sizes);
-  std::memcpy(values_.data(), p, values_.size() * sizeof(float));
-  std::memcpy(state_.data(), p + values_.size() * sizeof(float), state_.size() * sizeof(float));
+  std::copy(p, p + values_.size() * sizeof(float), reinterpret_cast<char*>(values_.data()));
+  p += values_.size() * sizeof(float);
+  std::copy(p, p + state_.size() * sizeof(float), reinterpret_cast<char*>(state_.data()));
 }
 
 }  // namespace weir::ps

@@ -42,6 +42,8 @@
 
 namespace weir {
 
+class ParameterClient;
+
 class KernelContext {
  public:
   // `inputs` follow the node's inputs; an undefined Tensor marks an absent optional input.
@@ -74,6 +76,12 @@ class KernelContext {
     communicator_ = communicator;
     collective_timeout_ = timeout;
   }
+
+  // The parameter servers' client (core/parameter_client.h) of this worker;
+  // nullptr outside a session given one. The parameter-server ops
+  // (ops/ps/parameter_server_ops.h) call it.
+  ParameterClient* parameter_client() const { return parameter_client_; }
+  void set_parameter_client(ParameterClient* client) { parameter_client_ = client; }
 
   // The backend of the device this step runs on; nullptr outside a runtime
   // (then memory is host memory). Zero-filled outputs are filled through
@@ -116,6 +124,7 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   Allocator& allocator_;
   Communicator* communicator_ = nullptr;
+  ParameterClient* parameter_client_ = nullptr;
   std::chrono::milliseconds collective_timeout_{0};
   Backend* backend_ = nullptr;
   Stream* stream_ = nullptr;

@@ -37,6 +37,7 @@
 #include "ops/optimizer/loss_scaling.h"
 #include "ops/optimizer/optimizer_kernels.h"
 #include "ops/optimizer/optimizer_schemas.h"
+#include "ops/ps/parameter_server_ops.h"
 #include "ops/reduce/along_axis_kernels.h"
 #include "ops/reduce/along_axis_schemas.h"
 #include "ops/reduce/reduce_kernels.h"
@@ -65,6 +66,7 @@ void register_all_ops(OpRegistry& registry) {
   register_attention_schemas(registry);
   register_conv_schemas(registry);
   register_dropout_schemas(registry);
+  register_parameter_server_schemas(registry);
   register_pool_schemas(registry);
   register_resize_schemas(registry);
   register_normalization_schemas(registry);
@@ -118,6 +120,7 @@ void register_all_kernels(KernelRegistry& registry) {
   register_softmax_cpu_kernels(registry);
   register_conv_cpu_kernels(registry);
   register_dropout_cpu_kernels(registry);
+  register_parameter_server_cpu_kernels(registry);
   register_pool_cpu_kernels(registry);
   register_resize_cpu_kernels(registry);
   register_normalization_cpu_kernels(registry);

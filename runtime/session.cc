@@ -413,6 +413,7 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   ctx.set_backend(&backend);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get(), options_.collective_timeout);
   ctx.set_rng_counter(run.rng_counter);
+  ctx.set_parameter_client(options_.parameter_client.get());
   const MemoryPlan& memory = *run.memory;
   for (size_t o = 0; o < node.num_outputs(); ++o) {
     const BufferSlot* slot = node.output(o) != nullptr ? memory.find(node.output(o)) : nullptr;

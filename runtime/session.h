@@ -63,6 +63,7 @@
 
 #include "core/backend.h"
 #include "core/communicator.h"
+#include "core/parameter_client.h"
 #include "core/tensor.h"
 #include "core/world.h"
 #include "runtime/caching_allocator.h"
@@ -93,6 +94,10 @@ struct SessionOptions {
   // ranks (see above). The plan must then have one device, of the type of
   // the world's device.
   std::shared_ptr<World> world;
+  // The client of the parameter servers this worker trains with (graph-runner
+  // ps-server; distributed/ps/grpc_parameter_client.h); unset: the graph's
+  // parameter-server ops fail naming their table.
+  std::shared_ptr<ParameterClient> parameter_client;
 };
 
 struct RunOptions {

@@ -21,7 +21,7 @@ namespace weir::ps {
 
 namespace {
 
-using Async = ParameterService::Stub::async_interface;
+using Async = wire::ParameterService::Stub::async_interface;
 using Done = std::function<void(grpc::Status)>;
 
 double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
@@ -39,13 +39,13 @@ class GrpcParameterClient final : public ParameterClient {
                                                    fmt::format("{:g}", seconds(options.connect_timeout)) +
                                                    " s (is a ps-server running there?)");
       }
-      stubs_.push_back(ParameterService::NewStub(channel));
+      stubs_.push_back(wire::ParameterService::NewStub(channel));
     }
   }
 
   void create_table(const ParameterTableConfig& config) override {
-    std::vector<CreateTableRequest> requests(stubs_.size());
-    std::vector<Empty> replies(stubs_.size());
+    std::vector<wire::CreateTableRequest> requests(stubs_.size());
+    std::vector<wire::Empty> replies(stubs_.size());
     for (size_t s = 0; s < stubs_.size(); ++s) {
       to_message(config, *requests[s].mutable_config());
       if (!config.sparse) {
@@ -53,8 +53,8 @@ class GrpcParameterClient final : public ParameterClient {
         requests[s].set_dense_slice(end - begin);
       }
     }
-    fan_out<CreateTableRequest, Empty>("create table '" + config.name + "'", all_servers(), requests, replies,
-                                       [](Async* a, grpc::ClientContext* c, const CreateTableRequest* q, Empty* r, Done d) {
+    fan_out<wire::CreateTableRequest, wire::Empty>("create table '" + config.name + "'", all_servers(), requests, replies,
+                                       [](Async* a, grpc::ClientContext* c, const wire::CreateTableRequest* q, wire::Empty* r, Done d) {
                                          a->CreateTable(c, q, r, std::move(d));
                                        });
     std::lock_guard lock(tables_mutex_);
@@ -66,7 +66,7 @@ class GrpcParameterClient final : public ParameterClient {
     const ParameterTableConfig config = table_config(table, true, width);
     const int servers = num_servers();
     // Each server's distinct ids, and where each of ours is in its reply.
-    std::vector<PullSparseRequest> requests(stubs_.size());
+    std::vector<wire::PullSparseRequest> requests(stubs_.size());
     std::vector<std::unordered_map<int64_t, int>> positions(stubs_.size());
     std::vector<std::pair<int, int>> where(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -83,9 +83,9 @@ class GrpcParameterClient final : public ParameterClient {
       requests[static_cast<size_t>(s)].set_round(round);
       targets.push_back(s);
     }
-    std::vector<Floats> replies(stubs_.size());
-    fan_out<PullSparseRequest, Floats>("pull from sparse table '" + table + "'", targets, requests, replies,
-                                       [](Async* a, grpc::ClientContext* c, const PullSparseRequest* q, Floats* r, Done d) {
+    std::vector<wire::Floats> replies(stubs_.size());
+    fan_out<wire::PullSparseRequest, wire::Floats>("pull from sparse table '" + table + "'", targets, requests, replies,
+                                       [](Async* a, grpc::ClientContext* c, const wire::PullSparseRequest* q, wire::Floats* r, Done d) {
                                          a->PullSparse(c, q, r, std::move(d));
                                        });
     for (int s : targets) {
@@ -103,10 +103,10 @@ class GrpcParameterClient final : public ParameterClient {
                    float lr, int64_t round) override {
     const ParameterTableConfig config = table_config(table, true, width);
     const int servers = num_servers();
-    std::vector<PushSparseRequest> requests(stubs_.size());
+    std::vector<wire::PushSparseRequest> requests(stubs_.size());
     const size_t row_bytes = static_cast<size_t>(width) * sizeof(float);
     for (size_t i = 0; i < ids.size(); ++i) {
-      PushSparseRequest& request = requests[static_cast<size_t>(sparse_shard_of(ids[i], config.shard_num) % servers)];
+      wire::PushSparseRequest& request = requests[static_cast<size_t>(sparse_shard_of(ids[i], config.shard_num) % servers)];
       request.add_ids(ids[i]);
       request.mutable_gradients()->append(reinterpret_cast<const char*>(gradients + i * static_cast<size_t>(width)),
                                           row_bytes);
@@ -115,7 +115,7 @@ class GrpcParameterClient final : public ParameterClient {
     for (int s = 0; s < servers; ++s) {
       // A synchronous round needs every worker's push on every server, rows or not.
       if (requests[static_cast<size_t>(s)].ids_size() == 0 && config.sync_workers == 0) continue;
-      PushSparseRequest& request = requests[static_cast<size_t>(s)];
+      wire::PushSparseRequest& request = requests[static_cast<size_t>(s)];
       request.set_table(table);
       request.set_width(width);
       request.set_lr(lr);
@@ -123,25 +123,25 @@ class GrpcParameterClient final : public ParameterClient {
       request.set_worker(options_.worker);
       targets.push_back(s);
     }
-    std::vector<Empty> replies(stubs_.size());
-    fan_out<PushSparseRequest, Empty>("push to sparse table '" + table + "'", targets, requests, replies,
-                                      [](Async* a, grpc::ClientContext* c, const PushSparseRequest* q, Empty* r, Done d) {
+    std::vector<wire::Empty> replies(stubs_.size());
+    fan_out<wire::PushSparseRequest, wire::Empty>("push to sparse table '" + table + "'", targets, requests, replies,
+                                      [](Async* a, grpc::ClientContext* c, const wire::PushSparseRequest* q, wire::Empty* r, Done d) {
                                         a->PushSparse(c, q, r, std::move(d));
                                       });
   }
 
   void pull_dense(const std::string& table, float* values, int64_t size, int64_t round) override {
     table_config(table, false, size);
-    std::vector<PullDenseRequest> requests(stubs_.size());
+    std::vector<wire::PullDenseRequest> requests(stubs_.size());
     for (int s = 0; s < num_servers(); ++s) {
       auto [begin, end] = dense_slice(size, s, num_servers());
       requests[static_cast<size_t>(s)].set_table(table);
       requests[static_cast<size_t>(s)].set_size(end - begin);
       requests[static_cast<size_t>(s)].set_round(round);
     }
-    std::vector<Floats> replies(stubs_.size());
-    fan_out<PullDenseRequest, Floats>("pull from dense table '" + table + "'", all_servers(), requests, replies,
-                                      [](Async* a, grpc::ClientContext* c, const PullDenseRequest* q, Floats* r, Done d) {
+    std::vector<wire::Floats> replies(stubs_.size());
+    fan_out<wire::PullDenseRequest, wire::Floats>("pull from dense table '" + table + "'", all_servers(), requests, replies,
+                                      [](Async* a, grpc::ClientContext* c, const wire::PullDenseRequest* q, wire::Floats* r, Done d) {
                                         a->PullDense(c, q, r, std::move(d));
                                       });
     for (int s = 0; s < num_servers(); ++s) {
@@ -153,34 +153,34 @@ class GrpcParameterClient final : public ParameterClient {
 
   void push_dense(const std::string& table, const float* gradient, int64_t size, float lr, int64_t round) override {
     table_config(table, false, size);
-    std::vector<PushDenseRequest> requests(stubs_.size());
+    std::vector<wire::PushDenseRequest> requests(stubs_.size());
     for (int s = 0; s < num_servers(); ++s) {
       auto [begin, end] = dense_slice(size, s, num_servers());
-      PushDenseRequest& request = requests[static_cast<size_t>(s)];
+      wire::PushDenseRequest& request = requests[static_cast<size_t>(s)];
       request.set_table(table);
       request.set_gradient(float_bytes(gradient + begin, end - begin));
       request.set_lr(lr);
       request.set_round(round);
       request.set_worker(options_.worker);
     }
-    std::vector<Empty> replies(stubs_.size());
-    fan_out<PushDenseRequest, Empty>("push to dense table '" + table + "'", all_servers(), requests, replies,
-                                     [](Async* a, grpc::ClientContext* c, const PushDenseRequest* q, Empty* r, Done d) {
+    std::vector<wire::Empty> replies(stubs_.size());
+    fan_out<wire::PushDenseRequest, wire::Empty>("push to dense table '" + table + "'", all_servers(), requests, replies,
+                                     [](Async* a, grpc::ClientContext* c, const wire::PushDenseRequest* q, wire::Empty* r, Done d) {
                                        a->PushDense(c, q, r, std::move(d));
                                      });
   }
 
   void set_dense(const std::string& table, const float* values, int64_t size) override {
     table_config(table, false, size);
-    std::vector<SetDenseRequest> requests(stubs_.size());
+    std::vector<wire::SetDenseRequest> requests(stubs_.size());
     for (int s = 0; s < num_servers(); ++s) {
       auto [begin, end] = dense_slice(size, s, num_servers());
       requests[static_cast<size_t>(s)].set_table(table);
       requests[static_cast<size_t>(s)].set_values(float_bytes(values + begin, end - begin));
     }
-    std::vector<Empty> replies(stubs_.size());
-    fan_out<SetDenseRequest, Empty>("set dense table '" + table + "'", all_servers(), requests, replies,
-                                    [](Async* a, grpc::ClientContext* c, const SetDenseRequest* q, Empty* r, Done d) {
+    std::vector<wire::Empty> replies(stubs_.size());
+    fan_out<wire::SetDenseRequest, wire::Empty>("set dense table '" + table + "'", all_servers(), requests, replies,
+                                    [](Async* a, grpc::ClientContext* c, const wire::SetDenseRequest* q, wire::Empty* r, Done d) {
                                       a->SetDense(c, q, r, std::move(d));
                                     });
   }
@@ -189,11 +189,11 @@ class GrpcParameterClient final : public ParameterClient {
   void load(const std::filesystem::path& directory) override { checkpoint(directory, false); }
 
   int64_t end_pass(int max_unseen_passes) override {
-    std::vector<EndPassRequest> requests(stubs_.size());
+    std::vector<wire::EndPassRequest> requests(stubs_.size());
     for (auto& request : requests) request.set_max_unseen_passes(max_unseen_passes);
-    std::vector<EndPassReply> replies(stubs_.size());
-    fan_out<EndPassRequest, EndPassReply>("end pass", all_servers(), requests, replies,
-                                          [](Async* a, grpc::ClientContext* c, const EndPassRequest* q, EndPassReply* r,
+    std::vector<wire::EndPassReply> replies(stubs_.size());
+    fan_out<wire::EndPassRequest, wire::EndPassReply>("end pass", all_servers(), requests, replies,
+                                          [](Async* a, grpc::ClientContext* c, const wire::EndPassRequest* q, wire::EndPassReply* r,
                                              Done d) { a->EndPass(c, q, r, std::move(d)); });
     int64_t dropped = 0;
     for (const auto& reply : replies) dropped += reply.dropped();
@@ -209,9 +209,9 @@ class GrpcParameterClient final : public ParameterClient {
   }
 
   void stop_servers() override {
-    std::vector<Empty> requests(stubs_.size()), replies(stubs_.size());
-    fan_out<Empty, Empty>("stop", all_servers(), requests, replies,
-                          [](Async* a, grpc::ClientContext* c, const Empty* q, Empty* r, Done d) { a->Stop(c, q, r, std::move(d)); });
+    std::vector<wire::Empty> requests(stubs_.size()), replies(stubs_.size());
+    fan_out<wire::Empty, wire::Empty>("stop", all_servers(), requests, replies,
+                          [](Async* a, grpc::ClientContext* c, const wire::Empty* q, wire::Empty* r, Done d) { a->Stop(c, q, r, std::move(d)); });
   }
 
  private:
@@ -246,7 +246,7 @@ class GrpcParameterClient final : public ParameterClient {
     return config;
   }
 
-  void expect_floats(const Floats& reply, int64_t expected, int s, const std::string& table) const {
+  void expect_floats(const wire::Floats& reply, int64_t expected, int s, const std::string& table) const {
     if (reply.values().size() != static_cast<size_t>(expected) * sizeof(float)) {
       throw Error(ErrorKind::kCommunication, server_name(s) + ": table '" + table + "' answered " +
                                                  std::to_string(reply.values().size() / sizeof(float)) +
@@ -255,16 +255,16 @@ class GrpcParameterClient final : public ParameterClient {
   }
 
   void checkpoint(const std::filesystem::path& directory, bool save) {
-    std::vector<CheckpointRequest> requests(stubs_.size());
+    std::vector<wire::CheckpointRequest> requests(stubs_.size());
     for (int s = 0; s < num_servers(); ++s) {
       requests[static_cast<size_t>(s)].set_directory(directory.string());
       requests[static_cast<size_t>(s)].set_server_index(s);
       requests[static_cast<size_t>(s)].set_num_servers(num_servers());
     }
-    std::vector<Empty> replies(stubs_.size());
-    fan_out<CheckpointRequest, Empty>(std::string(save ? "save" : "load") + " tables in " + directory.string(),
+    std::vector<wire::Empty> replies(stubs_.size());
+    fan_out<wire::CheckpointRequest, wire::Empty>(std::string(save ? "save" : "load") + " tables in " + directory.string(),
                                       all_servers(), requests, replies,
-                                      [save](Async* a, grpc::ClientContext* c, const CheckpointRequest* q, Empty* r, Done d) {
+                                      [save](Async* a, grpc::ClientContext* c, const wire::CheckpointRequest* q, wire::Empty* r, Done d) {
                                         if (save) {
                                           a->Save(c, q, r, std::move(d));
                                         } else {
@@ -312,7 +312,7 @@ class GrpcParameterClient final : public ParameterClient {
   }
 
   ParameterClientOptions options_;
-  std::vector<std::unique_ptr<ParameterService::Stub>> stubs_;
+  std::vector<std::unique_ptr<wire::ParameterService::Stub>> stubs_;
   mutable std::mutex tables_mutex_;
   std::map<std::string, ParameterTableConfig> tables_;
 };

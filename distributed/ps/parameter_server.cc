@@ -54,7 +54,7 @@ const float* floats_of(const std::string& bytes, int64_t expected, const std::st
 
 }  // namespace
 
-class ParameterServer::Impl final : public ParameterService::Service {
+class ParameterServer::Impl final : public wire::ParameterService::Service {
  public:
   explicit Impl(ParameterServerOptions options) : options_(std::move(options)) {}
 
@@ -99,7 +99,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
                : limit;
   }
 
-  grpc::Status CreateTable(grpc::ServerContext*, const CreateTableRequest* request, Empty*) override {
+  grpc::Status CreateTable(grpc::ServerContext*, const wire::CreateTableRequest* request, wire::Empty*) override {
     return answer([&] {
       ParameterTableConfig config = from_message(request->config());
       std::unique_lock lock(tables_mutex_);
@@ -129,7 +129,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status PullSparse(grpc::ServerContext* context, const PullSparseRequest* request, Floats* reply) override {
+  grpc::Status PullSparse(grpc::ServerContext* context, const wire::PullSparseRequest* request, wire::Floats* reply) override {
     return answer([&] {
       Table& t = table(request->table(), true, request->width());
       if (t.rounds) t.rounds->wait_applied(request->round(), wait_deadline(context));
@@ -139,7 +139,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status PushSparse(grpc::ServerContext*, const PushSparseRequest* request, Empty*) override {
+  grpc::Status PushSparse(grpc::ServerContext*, const wire::PushSparseRequest* request, wire::Empty*) override {
     return answer([&] {
       Table& t = table(request->table(), true, request->width());
       const int64_t n = request->ids_size();
@@ -165,7 +165,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status PullDense(grpc::ServerContext* context, const PullDenseRequest* request, Floats* reply) override {
+  grpc::Status PullDense(grpc::ServerContext* context, const wire::PullDenseRequest* request, wire::Floats* reply) override {
     return answer([&] {
       Table& t = table(request->table(), false, 0);
       if (request->size() != t.dense->size()) {
@@ -180,7 +180,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status PushDense(grpc::ServerContext*, const PushDenseRequest* request, Empty*) override {
+  grpc::Status PushDense(grpc::ServerContext*, const wire::PushDenseRequest* request, wire::Empty*) override {
     return answer([&] {
       Table& t = table(request->table(), false, 0);
       const int64_t n = t.dense->size();
@@ -202,7 +202,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status SetDense(grpc::ServerContext*, const SetDenseRequest* request, Empty*) override {
+  grpc::Status SetDense(grpc::ServerContext*, const wire::SetDenseRequest* request, wire::Empty*) override {
     return answer([&] {
       Table& t = table(request->table(), false, 0);
       t.dense->set(floats_of(request->values(), t.dense->size(), "the values set on '" + request->table() + "'"));
@@ -213,18 +213,18 @@ class ParameterServer::Impl final : public ParameterService::Service {
     return directory / table / ("shard-" + std::to_string(shard));
   }
   static std::filesystem::path slice_file(const std::filesystem::path& directory, const std::string& table,
-                                          const CheckpointRequest& request) {
+                                          const wire::CheckpointRequest& request) {
     return directory / table /
            ("dense-" + std::to_string(request.server_index()) + "-of-" + std::to_string(request.num_servers()));
   }
-  static void check_placement(const CheckpointRequest& request) {
+  static void check_placement(const wire::CheckpointRequest& request) {
     if (request.num_servers() <= 0 || request.server_index() < 0 || request.server_index() >= request.num_servers()) {
       throw Error(ErrorKind::kInvalidArgument, "server " + std::to_string(request.server_index()) + " of " +
                                                    std::to_string(request.num_servers()) + " is no place in a job");
     }
   }
 
-  grpc::Status Save(grpc::ServerContext*, const CheckpointRequest* request, Empty*) override {
+  grpc::Status Save(grpc::ServerContext*, const wire::CheckpointRequest* request, wire::Empty*) override {
     return answer([&] {
       check_placement(*request);
       const std::filesystem::path directory = request->directory();
@@ -250,7 +250,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status Load(grpc::ServerContext*, const CheckpointRequest* request, Empty*) override {
+  grpc::Status Load(grpc::ServerContext*, const wire::CheckpointRequest* request, wire::Empty*) override {
     return answer([&] {
       check_placement(*request);
       const std::filesystem::path directory = request->directory();
@@ -273,7 +273,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status EndPass(grpc::ServerContext*, const EndPassRequest* request, EndPassReply* reply) override {
+  grpc::Status EndPass(grpc::ServerContext*, const wire::EndPassRequest* request, wire::EndPassReply* reply) override {
     return answer([&] {
       std::shared_lock lock(tables_mutex_);
       int64_t dropped = 0;
@@ -284,7 +284,7 @@ class ParameterServer::Impl final : public ParameterService::Service {
     });
   }
 
-  grpc::Status Stop(grpc::ServerContext*, const Empty*, Empty*) override {
+  grpc::Status Stop(grpc::ServerContext*, const wire::Empty*, wire::Empty*) override {
     {
       std::lock_guard lock(stop_mutex_);
       stop_ = true;

@@ -9,7 +9,7 @@
 
 namespace weir::ps {
 
-void to_message(const ParameterTableConfig& config, TableConfig& message) {
+void to_message(const ParameterTableConfig& config, wire::TableConfig& message) {
   message.set_name(config.name);
   message.set_sparse(config.sparse);
   message.set_width(config.width);
@@ -25,7 +25,7 @@ void to_message(const ParameterTableConfig& config, TableConfig& message) {
   message.set_sync_workers(config.sync_workers);
 }
 
-ParameterTableConfig from_message(const TableConfig& message) {
+ParameterTableConfig from_message(const wire::TableConfig& message) {
   ParameterTableConfig config;
   config.name = message.name();
   config.sparse = message.sparse();

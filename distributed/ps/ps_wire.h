@@ -15,8 +15,8 @@
 
 namespace weir::ps {
 
-void to_message(const ParameterTableConfig& config, TableConfig& message);
-ParameterTableConfig from_message(const TableConfig& message);
+void to_message(const ParameterTableConfig& config, wire::TableConfig& message);
+ParameterTableConfig from_message(const wire::TableConfig& message);
 // The first field in which two configurations differ ("width 16 vs 8"), or "".
 std::string config_difference(const ParameterTableConfig& a, const ParameterTableConfig& b);
 

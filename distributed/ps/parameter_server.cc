@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -90,13 +91,12 @@ class ParameterServer::Impl final : public wire::ParameterService::Service {
     return t;
   }
 
+  // The sooner of the client's deadline and the server's wait limit.
   std::chrono::steady_clock::time_point wait_deadline(const grpc::ServerContext* context) const {
-    auto limit = std::chrono::steady_clock::now() + options_.wait_limit;
-    auto client = context->deadline();
-    auto client_left = client - std::chrono::system_clock::now();
-    return client_left < options_.wait_limit
-               ? std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(client_left)
-               : limit;
+    const auto client_left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        context->deadline() - std::chrono::system_clock::now());
+    return std::chrono::steady_clock::now() +
+           std::min<std::chrono::steady_clock::duration>(client_left, options_.wait_limit);
   }
 
   grpc::Status CreateTable(grpc::ServerContext*, const wire::CreateTableRequest* request, wire::Empty*) override {

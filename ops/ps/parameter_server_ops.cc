@@ -15,6 +15,7 @@ const std::vector<DType> kIdTypes = {DType::kInt64, DType::kInt32};
 const std::vector<DType> kScalarTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
 
 // What every kernel of these ops shares: the table, the client, the round.
+// What the client throws needs no node added: the session names it.
 class ParameterServerKernel : public OpKernel {
  public:
   explicit ParameterServerKernel(const Node& node)
@@ -48,17 +49,6 @@ class ParameterServerKernel : public OpKernel {
     }
     return out;
   }
-  // Runs a client call, naming the node on what it throws.
-  template <typename Call>
-  void call(KernelContext& ctx, Call&& body) const {
-    try {
-      body();
-    } catch (Error& e) {
-      e.with_node(ctx.node().name());
-      throw;
-    }
-  }
-
   std::string table_;
   int64_t width_;
 };
@@ -72,7 +62,7 @@ class PullSparseKernel final : public ParameterServerKernel {
     sizes.push_back(width_);
     Tensor& rows = ctx.allocate_output(0, DType::kFloat32, sizes, KernelContext::Fill::kUninitialized);
     const std::vector<int64_t> keys = ids_of(ids);
-    call(ctx, [&] { client(ctx).pull_sparse(table_, keys, rows.data<float>(), width_, round(ctx, 1)); });
+    client(ctx).pull_sparse(table_, keys, rows.data<float>(), width_, round(ctx, 1));
   }
 };
 
@@ -88,9 +78,7 @@ class PushSparseKernel final : public ParameterServerKernel {
     }
     const double lr = scalar_input(ctx, 2, "lr");
     const std::vector<int64_t> keys = ids_of(ids);
-    call(ctx, [&] {
-      client(ctx).push_sparse(table_, keys, grad.data<float>(), width_, static_cast<float>(lr), round(ctx, 3));
-    });
+    client(ctx).push_sparse(table_, keys, grad.data<float>(), width_, static_cast<float>(lr), round(ctx, 3));
   }
 };
 
@@ -100,7 +88,7 @@ class PullDenseKernel final : public ParameterServerKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& param = ctx.input(0);
     if (param.dtype() != DType::kFloat32) ctx.fail("the parameter must be f32, got " + param.type_string());
-    call(ctx, [&] { client(ctx).pull_dense(table_, param.data<float>(), param.num_elements(), round(ctx, 1)); });
+    client(ctx).pull_dense(table_, param.data<float>(), param.num_elements(), round(ctx, 1));
     ctx.set_output(0, param);
   }
 };
@@ -112,9 +100,7 @@ class PushDenseKernel final : public ParameterServerKernel {
     const Tensor& grad = ctx.input(0);
     if (grad.dtype() != DType::kFloat32) ctx.fail("grad must be f32, got " + grad.type_string());
     const double lr = scalar_input(ctx, 1, "lr");
-    call(ctx, [&] {
-      client(ctx).push_dense(table_, grad.data<float>(), grad.num_elements(), static_cast<float>(lr), round(ctx, 2));
-    });
+    client(ctx).push_dense(table_, grad.data<float>(), grad.num_elements(), static_cast<float>(lr), round(ctx, 2));
   }
 };
 

@@ -1,27 +1,33 @@
 // Writes the seed corpora of the fuzz targets, one directory per target:
 //
-//   weir_fuzz_seeds OUT      # OUT/onnx_import, OUT/model_load, OUT/plan_load, OUT/npy, OUT/checkpoint, OUT/strategy
+//   weir_fuzz_seeds OUT      # OUT/onnx_import, OUT/model_load, OUT/plan_load, OUT/npy, OUT/checkpoint, OUT/strategy,
+//                            # OUT/ps_table
 //
 // Each seed is a valid input made by Weir's own writers from small models
 // (the tests' MLP and LeNet shapes, a rich graph with every attribute kind),
 // so the fuzzers start from deep inside the formats. Targets that pick a
 // format by the first byte get that byte in front (model_load: 0 binary,
 // 1 text; npy: 0 .npy, 1 .npz; strategy: 0 a strategy file, 1 a
-// --simulate-link text). fuzz/run.sh adds the ONNX backend node
+// --simulate-link text; ps_table: 2·s shard s of a sparse table, 1 a dense
+// slice). fuzz/run.sh adds the ONNX backend node
 // tests' models to the ONNX corpus.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/model_io.h"
+#include "distributed/ps/dense_table.h"
+#include "distributed/ps/sparse_table.h"
 #include "frontend/data/npy.h"
 #include "frontend/onnx/onnx_exporter.h"
 #include "frontend/train/checkpoint.h"
 #include "fuzz/fuzz_models.h"
+#include "fuzz/fuzz_ps_tables.h"
 #include "models/zoo.h"
 #include "runtime/plan.h"
 #include "runtime/plan_file.h"
@@ -55,7 +61,7 @@ int main(int argc, char** argv) {
   try {
     const fs::path out = argv[1];
     const fs::path scratch = out / "scratch";
-    for (const char* target : {"onnx_import", "model_load", "plan_load", "npy", "checkpoint", "strategy"}) {
+    for (const char* target : {"onnx_import", "model_load", "plan_load", "npy", "checkpoint", "strategy", "ps_table"}) {
       fs::create_directories(out / target);
     }
     fs::create_directories(scratch);
@@ -121,6 +127,23 @@ int main(int argc, char** argv) {
       std::ofstream(scratch / "link.txt") << link;
       add_seed(out / "strategy", std::string("link_") + link + ".txt", scratch / "link.txt", 1);
     }
+    // Saved shards of a trained sparse table, and a dense slice.
+    weir::ps::SparseTable table(weir::fuzz::fuzz_sparse_table());
+    const std::vector<int64_t> ids = {1, 2, 3, 40, 500, 6000, -7, 1LL << 40};
+    std::vector<float> rows(ids.size() * 3), grads(ids.size() * 3, 0.25f);
+    table.pull(ids, rows.data());
+    table.push(ids, grads.data(), 0.1f);
+    for (int s = 0; s < weir::fuzz::fuzz_sparse_table().shard_num; ++s) {
+      const std::string shard = table.save_shard(s);
+      if (shard.empty()) continue;
+      std::ofstream(scratch / "shard", std::ios::binary) << shard;
+      add_seed(out / "ps_table", "shard-" + std::to_string(s), scratch / "shard", 2 * s);
+    }
+    weir::ps::DenseTable slice(weir::fuzz::fuzz_dense_table(), 5);
+    const std::vector<float> gradient = {1, -1, 0.5f, 0, 2};
+    slice.push(gradient.data(), 0.1f);
+    std::ofstream(scratch / "dense", std::ios::binary) << slice.save();
+    add_seed(out / "ps_table", "dense", scratch / "dense", 1);
     fs::remove_all(scratch);
     std::printf("weir_fuzz_seeds: wrote %d models' seeds under %s\n", index, out.c_str());
   } catch (const weir::Error& error) {

@@ -8,8 +8,8 @@
 #   fuzz/run.sh build/sanitize 60                 # every target, 60 s each (CI)
 #   fuzz/run.sh build/sanitize 1800 plan_load     # one target, 30 minutes
 #
-# Seeds: weir_fuzz_seeds (models, plans, arrays and a checkpoint written by
-# Weir itself) and, for ONNX, the models of the four libonnx-testdata suites.
+# Seeds: weir_fuzz_seeds (models, plans, arrays, a checkpoint and table files
+# written by Weir itself) and, for ONNX, the models of the four libonnx-testdata suites.
 # Each target's corpus grows under BUILD/fuzz-work/corpus/TARGET across runs;
 # findings land in BUILD/fuzz-work/findings. Prints one line per target.
 set -euo pipefail
@@ -21,7 +21,7 @@ fi
 build=$(cd "$1" && pwd)
 seconds=$2
 shift 2
-if [ $# -gt 0 ]; then targets=("$@"); else targets=(onnx_import model_load plan_load npy checkpoint strategy); fi
+if [ $# -gt 0 ]; then targets=("$@"); else targets=(onnx_import model_load plan_load npy checkpoint strategy ps_table); fi
 
 work=$build/fuzz-work
 rm -rf "$work/seeds" "$work/logs"

@@ -81,8 +81,11 @@ class ParameterClient {
   // A dense table's `size` floats.
   virtual void pull_dense(const std::string& table, float* values, int64_t size, int64_t round) = 0;
   virtual void push_dense(const std::string& table, const float* gradient, int64_t size, float lr, int64_t round) = 0;
-  // Sets a dense table's values (its initial value, from worker 0).
-  virtual void set_dense(const std::string& table, const float* values, int64_t size) = 0;
+  // Sets a dense table's values. With `only_if_unset`, each server's slice
+  // takes them only if nothing set, pushed or loaded it before: every
+  // worker offers the same initial value and the first one wins, so no
+  // worker has to wait for another before its first pull.
+  virtual void set_dense(const std::string& table, const float* values, int64_t size, bool only_if_unset = false) = 0;
 
   // Every server writes its part of every table under `directory` (each
   // file atomically) or reads it back.
@@ -95,6 +98,15 @@ class ParameterClient {
   // Asks every server to exit: the job is done (the launcher's worker 0
   // calls it after training).
   virtual void stop_servers() = 0;
+
+  // Returns once every push made so far has reached the servers (a client
+  // that queues pushes, distributed/ps/async_communicator.h); a client that
+  // sends each push before returning has nothing to do.
+  virtual void flush() {}
+
+  // Bytes of gradients and ids this client has sent to the servers so far
+  // (payload, not framing): what merging pushes saves.
+  virtual int64_t bytes_pushed() const = 0;
 
   virtual int num_servers() const = 0;
   // What errors name: "parameter servers 127.0.0.1:7000,127.0.0.1:7001".

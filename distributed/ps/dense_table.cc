@@ -38,11 +38,15 @@ void DenseTable::pull(float* out) const {
 void DenseTable::push(const float* gradient, float lr) {
   std::lock_guard lock(mutex_);
   rule_.apply(values_.data(), state_.data(), gradient, size(), lr);
+  written_ = true;
 }
 
-void DenseTable::set(const float* values) {
+bool DenseTable::set(const float* values, bool only_if_unset) {
   std::lock_guard lock(mutex_);
+  if (only_if_unset && written_) return false;
   std::copy(values, values + values_.size(), values_.begin());
+  written_ = true;
+  return true;
 }
 
 std::string DenseTable::save() const {
@@ -80,6 +84,7 @@ void DenseTable::load(std::string_view bytes, const std::string& source) {
   std::copy(p, p + values_.size() * sizeof(float), reinterpret_cast<char*>(values_.data()));
   p += values_.size() * sizeof(float);
   std::copy(p, p + state_.size() * sizeof(float), reinterpret_cast<char*>(state_.data()));
+  written_ = true;
 }
 
 }  // namespace weir::ps

@@ -31,7 +31,10 @@ class DenseTable {
 
   void pull(float* out) const;
   void push(const float* gradient, float lr);
-  void set(const float* values);
+  // Sets the values; with `only_if_unset`, only when nothing set, pushed or
+  // loaded them before (every worker offers its initial value, the first wins).
+  // Returns whether it set them.
+  bool set(const float* values, bool only_if_unset = false);
 
   // Values and optimizer state as bytes, and back (kFormat naming `source`).
   std::string save() const;
@@ -43,6 +46,7 @@ class DenseTable {
   mutable std::mutex mutex_;
   std::vector<float> values_;
   std::vector<float> state_;
+  bool written_ = false;  // set, pushed or loaded since creation
 };
 
 }  // namespace weir::ps

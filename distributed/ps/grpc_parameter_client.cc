@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cctype>
 #include <condition_variable>
 #include <cstring>
@@ -123,6 +124,10 @@ class GrpcParameterClient final : public ParameterClient {
       request.set_worker(options_.worker);
       targets.push_back(s);
     }
+    for (int s : targets) {
+      const wire::PushSparseRequest& request = requests[static_cast<size_t>(s)];
+      bytes_pushed_ += static_cast<int64_t>(request.ids_size() * sizeof(int64_t) + request.gradients().size());
+    }
     std::vector<wire::Empty> replies(stubs_.size());
     fan_out<wire::PushSparseRequest, wire::Empty>("push to sparse table '" + table + "'", targets, requests, replies,
                                       [](Async* a, grpc::ClientContext* c, const wire::PushSparseRequest* q, wire::Empty* r, Done d) {
@@ -163,6 +168,7 @@ class GrpcParameterClient final : public ParameterClient {
       request.set_round(round);
       request.set_worker(options_.worker);
     }
+    bytes_pushed_ += size * static_cast<int64_t>(sizeof(float));
     std::vector<wire::Empty> replies(stubs_.size());
     fan_out<wire::PushDenseRequest, wire::Empty>("push to dense table '" + table + "'", all_servers(), requests, replies,
                                      [](Async* a, grpc::ClientContext* c, const wire::PushDenseRequest* q, wire::Empty* r, Done d) {
@@ -170,13 +176,14 @@ class GrpcParameterClient final : public ParameterClient {
                                      });
   }
 
-  void set_dense(const std::string& table, const float* values, int64_t size) override {
+  void set_dense(const std::string& table, const float* values, int64_t size, bool only_if_unset) override {
     table_config(table, false, size);
     std::vector<wire::SetDenseRequest> requests(stubs_.size());
     for (int s = 0; s < num_servers(); ++s) {
       auto [begin, end] = dense_slice(size, s, num_servers());
       requests[static_cast<size_t>(s)].set_table(table);
       requests[static_cast<size_t>(s)].set_values(float_bytes(values + begin, end - begin));
+      requests[static_cast<size_t>(s)].set_only_if_unset(only_if_unset);
     }
     std::vector<wire::Empty> replies(stubs_.size());
     fan_out<wire::SetDenseRequest, wire::Empty>("set dense table '" + table + "'", all_servers(), requests, replies,
@@ -199,6 +206,8 @@ class GrpcParameterClient final : public ParameterClient {
     for (const auto& reply : replies) dropped += reply.dropped();
     return dropped;
   }
+
+  int64_t bytes_pushed() const override { return bytes_pushed_.load(); }
 
   int num_servers() const override { return static_cast<int>(stubs_.size()); }
 
@@ -315,6 +324,7 @@ class GrpcParameterClient final : public ParameterClient {
   std::vector<std::unique_ptr<wire::ParameterService::Stub>> stubs_;
   mutable std::mutex tables_mutex_;
   std::map<std::string, ParameterTableConfig> tables_;
+  std::atomic<int64_t> bytes_pushed_{0};
 };
 
 }  // namespace

@@ -205,7 +205,8 @@ class ParameterServer::Impl final : public wire::ParameterService::Service {
   grpc::Status SetDense(grpc::ServerContext*, const wire::SetDenseRequest* request, wire::Empty*) override {
     return answer([&] {
       Table& t = table(request->table(), false, 0);
-      t.dense->set(floats_of(request->values(), t.dense->size(), "the values set on '" + request->table() + "'"));
+      t.dense->set(floats_of(request->values(), t.dense->size(), "the values set on '" + request->table() + "'"),
+                   request->only_if_unset());
     });
   }
 

@@ -1,6 +1,6 @@
 #include "frontend/data/data_loader.h"
 
-#include <cstring>
+#include <algorithm>
 
 #include "core/error.h"
 #include "core/splitmix.h"
@@ -42,7 +42,9 @@ std::vector<Tensor> TensorDataset::batch(const std::vector<int64_t>& indices) co
         throw Error(ErrorKind::kInvalidArgument, "example index " + std::to_string(indices[i]) + " is out of range [0, " +
                                                      std::to_string(size_) + ")");
       }
-      std::memcpy(dst + i * row, src + static_cast<size_t>(indices[i]) * row, row);
+      // std::copy, not memcpy: a field with no elements may have no storage (a
+      // null pointer), and memcpy of null is undefined even for 0 bytes.
+      std::copy(src + static_cast<size_t>(indices[i]) * row, src + static_cast<size_t>(indices[i] + 1) * row, dst + i * row);
     }
     out.push_back(std::move(b));
   }
@@ -110,6 +112,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   first_batch_ = std::min(std::max<int64_t>(first_batch, 0), end_batch_);
   next_batch_ = first_batch_;
   queues_.assign(static_cast<size_t>(options_.num_workers), Queue{});
+  next_queue_ = 0;
   for (int w = 0; w < options_.num_workers; ++w) {
     threads_.emplace_back([this, w] { worker(w, first_batch_ + w, end_batch_); });
   }
@@ -142,6 +145,7 @@ void DataLoader::worker(int index, int64_t first, int64_t end) {
 }
 
 std::optional<std::vector<Tensor>> DataLoader::next() {
+  if (!options_.ordered) return next_unordered();
   if (next_batch_ >= end_batch_) return std::nullopt;
   std::unique_lock<std::mutex> lock(mutex_);
   Queue& queue = queues_[static_cast<size_t>((next_batch_ - first_batch_) % options_.num_workers)];
@@ -151,6 +155,32 @@ std::optional<std::vector<Tensor>> DataLoader::next() {
   queue.batches.pop_front();
   ++next_batch_;
   cv_.notify_all();
+  return batch;
+}
+
+std::optional<std::vector<Tensor>> DataLoader::next_unordered() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Claim one of the batches still to come before waiting: the workers make
+  // exactly end_batch_ - first_batch_ batches, so every claimant's wait ends
+  // with one of them (or an error), and a caller past the last claim returns
+  // at once instead of waiting for a batch another caller will take.
+  if (next_batch_ >= end_batch_) return std::nullopt;
+  ++next_batch_;
+  const size_t count = queues_.size();
+  size_t found = count;
+  cv_.wait(lock, [&] {
+    for (size_t k = 0; k < count && found == count; ++k) {
+      if (!queues_[(next_queue_ + k) % count].batches.empty()) found = (next_queue_ + k) % count;
+    }
+    return found < count || error_ != nullptr;
+  });
+  // A worker failed and no batch is ready: the epoch cannot be completed.
+  if (found == count) std::rethrow_exception(error_);
+  Queue& queue = queues_[found];
+  std::vector<Tensor> batch = std::move(queue.batches.front());
+  queue.batches.pop_front();
+  next_queue_ = (found + 1) % count;
+  cv_.notify_all();  // the worker of `queue` may be waiting for room
   return batch;
 }
 

@@ -18,6 +18,20 @@
 // [r*batch_size/N, (r+1)*batch_size/N) of the batch a loader without shards
 // would give; every rank uses the same seed, so the ranks' shares together
 // are exactly that batch.
+//
+// Unordered (ordered = false, for trainer threads that share one loader,
+// Hogwild-style): next() may be called from several threads at once, and it
+// takes a batch from whichever worker queue has one, looking first at the
+// queue after the one it last took from, so a worker whose queue is always
+// ready cannot starve the others (their queues would fill and stall them).
+// The epoch still yields each of its batches exactly once, each batch is the
+// same as in ordered mode (only the order in which they come out depends on
+// thread timing), and once the epoch is exhausted next() returns nullopt to
+// every caller. A call first claims one of the epoch's remaining batches
+// under the lock and only then waits, so at most as many callers wait as
+// batches are still to come: every wait ends with a batch or a worker's
+// error, never with a caller stranded after the last batch went elsewhere.
+// In both modes start_epoch() and the destructor must not overlap next().
 #pragma once
 
 #include <condition_variable>
@@ -63,6 +77,7 @@ struct DataLoaderOptions {
   int queue_depth = 4;  // batches each worker may have ready
   int shards = 1;       // the batch's row shares (data-parallel ranks); needs drop_last and an even split
   int shard = 0;        // the share this loader gives, 0 .. shards-1
+  bool ordered = true;  // false: batches in the order workers finish them, next() callable from several threads
 };
 
 class DataLoader {
@@ -79,6 +94,7 @@ class DataLoader {
 
   void start_epoch(int64_t epoch, int64_t first_batch = 0);
   // The next batch, or nullopt at the end of the epoch. A worker's error is rethrown here.
+  // Ordered: one thread at a time. Unordered: any number of threads at once.
   std::optional<std::vector<Tensor>> next();
 
  private:
@@ -87,17 +103,19 @@ class DataLoader {
   };
   void stop();
   void worker(int index, int64_t first_batch, int64_t end_batch);
+  std::optional<std::vector<Tensor>> next_unordered();
 
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   std::vector<int64_t> order_;
-  int64_t next_batch_ = 0;
+  int64_t next_batch_ = 0;  // ordered: the next batch to give; unordered: batches claimed so far (under mutex_)
   int64_t end_batch_ = 0;
   int64_t first_batch_ = 0;
 
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Queue> queues_;
+  size_t next_queue_ = 0;  // unordered: where the next look for a ready batch starts
   std::exception_ptr error_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;

@@ -167,6 +167,33 @@ TEST(ParameterServer, SynchronousRoundsApplyTheMeanOfTheWorkersBeforeAnyPull) {
   }
 }
 
+// set_dense with only_if_unset: of two workers offering different initial
+// values the first wins on every server's slice, and a table already pushed
+// keeps its trained value.
+TEST(ParameterServer, SetDenseOnlyIfUnsetKeepsTheFirstValueAndPushedTables) {
+  Servers servers(2);
+  auto first = servers.client(0), second = servers.client(1);
+  ParameterTableConfig config;
+  config.name = "w";
+  config.width = 5;
+  ParameterTableConfig pushed = config;
+  pushed.name = "v";
+  for (const auto& client : {first, second}) {
+    client->create_table(config);
+    client->create_table(pushed);
+  }
+  const std::vector<float> a = {1, 2, 3, 4, 5}, b = {9, 9, 9, 9, 9}, ones(5, 1.0f);
+  std::vector<float> out(5);
+  first->set_dense("w", a.data(), 5, /*only_if_unset=*/true);
+  second->set_dense("w", b.data(), 5, /*only_if_unset=*/true);
+  second->pull_dense("w", out.data(), 5, 0);
+  EXPECT_EQ(out, a);
+  first->push_dense("v", ones.data(), 5, 1.0f, 0);
+  second->set_dense("v", b.data(), 5, /*only_if_unset=*/true);
+  second->pull_dense("v", out.data(), 5, 0);
+  EXPECT_EQ(out, std::vector<float>(5, -1.0f));
+}
+
 TEST(ParameterServer, SavedTablesLoadBackOnEveryServer) {
   Servers servers(2);
   auto client = servers.client();

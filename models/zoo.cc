@@ -4,6 +4,7 @@
 #include "frontend/nn/functional.h"
 #include "frontend/nn/margin_head.h"
 #include "models/models.h"
+#include "models/named_output.h"
 
 namespace weir::models {
 
@@ -82,13 +83,7 @@ ClassifierGraph build_classifier(const std::string& name, int64_t batch, bool tr
                    .max_positions = std::max<int64_t>(options.seq, 1), .classes = options.classes, .training = training});
   }
   // Graph outputs get stable names ("loss", "logits"), which files and feeds use.
-  auto add_named_output = [&](Var value, const std::string& output_name) {
-    if (!b.ok()) return;
-    Value* named = b.graph().add_value(output_name);
-    b.graph().add_node_with_outputs("Identity", {value.value()}, {named}, {}, output_name + "_output");
-    named->set_type(value.type());
-    b.graph().add_output(named);
-  };
+  auto add_named_output = [&](Var value, const std::string& output_name) { models::add_named_output(b, value, output_name); };
   if (training && loss.valid()) {
     add_named_output(loss, result.loss);
   } else if (training) {

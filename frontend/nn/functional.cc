@@ -79,6 +79,15 @@ Var mse(Var prediction, Var target) {
   return b != nullptr ? b->op("MeanSquaredError", {prediction, target}) : Var();
 }
 
+Var sigmoid_cross_entropy(Var logits, Var labels) {
+  // softplus(z) - y z = -(y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))),
+  // without exp overflowing for large |z|.
+  if (!logits.valid() || !logits.shape().has_rank()) return {};
+  std::vector<int64_t> axes(static_cast<size_t>(logits.shape().rank()));
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  return reduce_mean(unary("Softplus", logits) - labels * logits, axes, false);
+}
+
 Var dropout(Var x, double ratio, bool training) {
   GraphBuilder* b = builder_of(x);
   if (b == nullptr || !training || ratio == 0) return x;

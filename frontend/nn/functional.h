@@ -38,6 +38,9 @@ Var reduce_sum(Var x, const std::vector<int64_t>& axes, bool keepdims = false);
 
 // Mean softmax cross-entropy of logits [N, C] against int64 class labels [N].
 Var cross_entropy(Var logits, Var labels);
+// Mean binary cross-entropy of logits against labels in [0, 1] (the same
+// shape; f32): softplus(z) - y z, averaged over every element.
+Var sigmoid_cross_entropy(Var logits, Var labels);
 // Mean squared error.
 Var mse(Var prediction, Var target);
 // Inverted dropout in training (a seeded mask, scaled by 1/(1-ratio));

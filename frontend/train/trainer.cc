@@ -33,7 +33,7 @@ Trainer::Trainer(Session& session, InProcessRanks* ranks, TrainingGraph graph, D
   const World* world = session_.world().get();
   const int world_size = ranks_ == nullptr && world != nullptr ? world->size() : 1;
   const int rank = ranks_ == nullptr && world != nullptr ? world->rank() : 0;
-  if (shard.shards != world_size || shard.shard != rank) {
+  if (!options_.parameter_server_worker && (shard.shards != world_size || shard.shard != rank)) {
     throw Error(ErrorKind::kInvalidArgument,
                 "trainer: the data loader gives shard " + std::to_string(shard.shard) + " of " +
                     std::to_string(shard.shards) + " of each batch, but this session is rank " + std::to_string(rank) +

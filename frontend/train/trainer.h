@@ -60,6 +60,10 @@ struct TrainerOptions {
   // (distributed/metered_world.h) sent in the step.
   std::function<void(int64_t step, double loss)> after_step{};
   std::function<void()> before_steps{};  // at the start of every run_steps (a baseline for after_step)
+  // A parameter-server worker (models/train_sparse_model.h) feeds its
+  // loader's shard of every batch with no world: the workers meet on the
+  // servers, not in collectives. Off: the shard must be the world's rank.
+  bool parameter_server_worker = false;
 };
 
 struct TrainStats {

@@ -126,6 +126,10 @@ void register_parameter_server_schemas(OpRegistry& registry) {
   pull_sparse.input("ids", "I").input("round", "R", Arity::kOptional).output("rows", "F")
       .type_constraint("I", kIdTypes).type_constraint("R", {DType::kInt64}).type_constraint("F", {DType::kFloat32})
       .required_attr("table", AttrType::kString).required_attr("width", AttrType::kInt)
+      .attr("init", AttrType::kString, Attribute(std::string("zeros")))
+      .attr("init_scale", AttrType::kFloat, Attribute(0.0))
+      .attr("init_seed", AttrType::kInt, Attribute(int64_t{0}))
+      .attr("admit_after", AttrType::kInt, Attribute(int64_t{1}))
       .traits(kRemote)
       .infer([](InferenceContext& ctx) {
         const int64_t width = positive_width(ctx);

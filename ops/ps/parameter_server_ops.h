@@ -10,7 +10,9 @@
 //   PsPushDense(grad, lr, round?)              pushes a dense table's gradient
 //
 // Attributes: table (the table's name) on all four; width on the sparse
-// ones. `round` (an int64 scalar, the worker's step) matters for tables
+// ones. PsPullSparse also says how the table's rows start and are admitted
+// (what the training step's tables are created with: init zeros, uniform
+// or normal, init_scale, init_seed, admit_after; TableInitializer). `round` (an int64 scalar, the worker's step) matters for tables
 // trained synchronously: a push names its round, a pull of round r waits
 // until rounds 0 .. r-1 are applied; absent, it is 0. None of them is
 // kCollective (the ranks do not meet in them): they have side effects and

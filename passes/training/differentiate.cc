@@ -18,8 +18,24 @@ bool Differentiate::run(Graph& graph, PassContext& context) {
   for (Value* v : graph.persistents()) {
     if (v->role() == PersistentRole::kParameter) params.push_back(v);
   }
-  if (params.empty()) throw Error(ErrorKind::kInvalidArgument, "differentiate: graph '" + graph.name() + "' has no parameters");
-  std::vector<Value*> grads = append_backward(graph, differentiated, params, context.registry());
+  // The rows a step pulls from parameter servers' sparse tables are trained
+  // too: their gradients are pushed back (parameter_server_updates.h).
+  std::vector<Value*> lookups;
+  for (Node* node : graph.nodes()) {
+    if (node->op_type() == "PsPullSparse" && node->domain().empty()) lookups.push_back(node->output(0));
+  }
+  if (params.empty() && lookups.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "differentiate: graph '" + graph.name() + "' has no parameters");
+  }
+  std::vector<Value*> wrt = params;
+  wrt.insert(wrt.end(), lookups.begin(), lookups.end());
+  std::vector<Value*> grads = append_backward(graph, differentiated, wrt, context.registry());
+  for (size_t i = 0; i < lookups.size(); ++i) {
+    Value* grad = grads[params.size() + i];
+    if (grad == nullptr) continue;  // a lookup the loss does not read trains nothing
+    step.sparse_lookups.push_back(lookups[i]->producer()->name());
+    step.sparse_gradients.push_back(grad->name());
+  }
   for (size_t i = 0; i < params.size(); ++i) {
     if (grads[i] == nullptr) {
       step.graph.frozen.push_back(params[i]->name());
@@ -28,7 +44,7 @@ bool Differentiate::run(Graph& graph, PassContext& context) {
     step.graph.parameters.push_back(params[i]->name());
     step.raw_gradients.push_back(grads[i]->name());
   }
-  if (step.graph.parameters.empty()) {
+  if (step.graph.parameters.empty() && step.sparse_lookups.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "differentiate: the loss '" + loss + "' depends on no parameter");
   }
   step.gradients = step.raw_gradients;

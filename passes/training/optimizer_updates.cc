@@ -11,18 +11,6 @@ namespace weir {
 
 namespace {
 
-// Every node that reads `value`, directly or through views of it.
-void collect_readers(const Value* value, const OpRegistry& registry, std::unordered_set<Node*>& readers) {
-  for (const Use& use : value->uses()) {
-    if (!readers.insert(use.node).second) continue;
-    const OpSchema* schema = registry.find(use.node->op_type(), use.node->domain());
-    if (schema != nullptr && has_trait(schema->traits(), OpTrait::kViewOfInput) && use.input_index == 0 &&
-        use.node->num_outputs() > 0 && use.node->output(0) != nullptr) {
-      collect_readers(use.node->output(0), registry, readers);
-    }
-  }
-}
-
 std::map<std::string, Attribute> update_attributes(const OptimizerConfig& config, bool has_step) {
   std::map<std::string, Attribute> attrs = {{"weight_decay", Attribute(config.weight_decay)}};
   if (config.kind == OptimizerKind::kMomentum) {
@@ -44,6 +32,14 @@ bool OptimizerUpdates::run(Graph& graph, PassContext& context) {
   TrainingStepState& step = context.options<TrainingStepState>();
   TrainingGraph& result = step.graph;
   const OpRegistry& registry = context.registry();
+  if (!step.sparse_lookups.empty()) {
+    const Node* lookup = graph.find_node(step.sparse_lookups.front());
+    throw Error(ErrorKind::kUnsupported,
+                "optimizer_updates: the loss reads rows of the parameter servers' sparse table '" +
+                    (lookup != nullptr ? lookup->attr("table").s() : std::string("?")) + "' (node '" +
+                    step.sparse_lookups.front() + "'), which only the servers can update: train it with a "
+                    "parameter-server strategy (Strategy::parameter_server; graph-runner train --ps MODE)");
+  }
   Value* loss_value = graph.find_value(result.loss);
   if (loss_value == nullptr) throw Error(ErrorKind::kInvalidArgument, "optimizer_updates: no loss '" + result.loss + "'");
   Value* found_inf = step.found_inf.empty() ? nullptr : graph.find_value(step.found_inf);

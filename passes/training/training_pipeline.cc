@@ -16,6 +16,7 @@
 #include "passes/training/gradient_merge.h"
 #include "passes/training/loss_scaling.h"
 #include "passes/training/optimizer_updates.h"
+#include "passes/training/parameter_server_updates.h"
 #include "passes/training/training_step.h"
 
 namespace weir {
@@ -215,6 +216,17 @@ void check_combinations(const Strategy& strategy, const OptimizerConfig& optimiz
     throw refuse(std::string(localsgd_name) + " and dgc each cut the gradient traffic their own way (parameter "
                  "averages every k steps, sparse gradients every step); set one");
   }
+  if (strategy.parameter_server.mode != PsMode::kOff) {
+    const std::string ps = std::string("parameter-server training (") + ps_mode_name(strategy.parameter_server.mode) + ")";
+    if (strategy.data_parallel.ranks > 1) {
+      throw refuse(ps + " with data parallelism over collectives is not supported: the workers share parameters "
+                   "through the servers; leave data_parallel at 1 rank");
+    }
+    if (localsgd || strategy.dgc.enabled) throw refuse(ps + " with localsgd or dgc is not supported; set one");
+    if (merging) throw refuse(ps + " with gradient_merge is not supported; set one");
+    if (scaling) throw refuse(ps + " with dynamic loss scaling (amp with fp16) is not supported; use bf16");
+    table_rule_of(optimizer);  // throws for an optimizer the servers do not run
+  }
   if (localsgd && merging) throw refuse(std::string(localsgd_name) + " with gradient_merge is not supported; set one");
   if (localsgd && scaling) {
     throw refuse(std::string(localsgd_name) + " with dynamic loss scaling (amp with fp16) is not supported: each rank "
@@ -286,7 +298,11 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
   if (merging) pipeline->add(std::make_unique<GradientMerge>(GradientMergeOptions{.k_steps = merge.k_steps, .avg = merge.avg}));
   if (scaling) pipeline->add(std::make_unique<UnscaleGradients>());
   if (optimizer.clip_global_norm > 0) pipeline->add(std::make_unique<ClipGradients>(ClipOptions{.max_norm = optimizer.clip_global_norm}));
-  pipeline->add(std::make_unique<OptimizerUpdates>(optimizer, amp));
+  if (strategy.parameter_server.mode != PsMode::kOff) {
+    pipeline->add(std::make_unique<ParameterServerUpdates>(strategy.parameter_server, optimizer));
+  } else {
+    pipeline->add(std::make_unique<OptimizerUpdates>(optimizer, amp));
+  }
   if (recompute.mode != RecomputeMode::kOff) {
     RecomputeOptions options;
     options.checkpoints = recompute.checkpoints;

@@ -14,6 +14,18 @@ Node* add_training_node(Graph& graph, const OpRegistry& registry, const std::str
   return node;
 }
 
+// Every node that reads `value`, directly or through views of it.
+void collect_readers(const Value* value, const OpRegistry& registry, std::unordered_set<Node*>& readers) {
+  for (const Use& use : value->uses()) {
+    if (!readers.insert(use.node).second) continue;
+    const OpSchema* schema = registry.find(use.node->op_type(), use.node->domain());
+    if (schema != nullptr && has_trait(schema->traits(), OpTrait::kViewOfInput) && use.input_index == 0 &&
+        use.node->num_outputs() > 0 && use.node->output(0) != nullptr) {
+      collect_readers(use.node->output(0), registry, readers);
+    }
+  }
+}
+
 Value* step_number_input(Graph& graph, TrainingGraph& result, const std::string& pass) {
   Value* step = graph.find_value("step");
   if (step == nullptr) step = graph.add_input("step", {DType::kInt64, Shape{}});

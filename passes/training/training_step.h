@@ -12,10 +12,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/graph.h"
 #include "core/op_schema.h"
+#include "core/parameter_client.h"
 #include "passes/collectives/gradient_buckets.h"
 
 namespace weir {
@@ -67,6 +69,12 @@ struct TrainingGraph {
   // Deep gradient compression: the parameters whose gradients are sent as
   // their largest entries (passes/collectives/deep_gradient_compression.h).
   std::vector<std::string> dgc_parameters{};
+  // Parameter-server training (parameter_server_updates.h): the tables the
+  // step's ops read and push (dense: one per trained parameter, named after
+  // it; sparse: one per PsPullSparse table), as the workers must create
+  // them on the servers, and the mode.
+  std::vector<ParameterTableConfig> parameter_tables{};
+  std::string ps_mode{};  // empty: not trained on parameter servers
 };
 
 // What the passes of one training pipeline hand each other, by value name
@@ -82,6 +90,10 @@ struct TrainingStepState {
   std::string update_step{};        // what the Adam family's updates read as the step; empty: the step input
   std::string localsgd_skip{};      // LocalSGD: the flag its collectives skip on between averages
   std::vector<std::string> localsgd_sources{};  // LocalSGD: the nodes whose results are averaged (snapshot differences)
+  // Parameter servers: the PsPullSparse nodes the loss depends on, and the
+  // gradients of their rows (by lookup).
+  std::vector<std::string> sparse_lookups{};
+  std::vector<std::string> sparse_gradients{};
 };
 
 // What the step rewrites share: a node named uniquely from `name`, on
@@ -89,6 +101,9 @@ struct TrainingStepState {
 Node* add_training_node(Graph& graph, const OpRegistry& registry, const std::string& op_type,
                         const std::vector<Value*>& inputs, size_t outputs, std::map<std::string, Attribute> attributes,
                         const std::string& name, const std::optional<Device>& device = std::nullopt);
+// every node that reads `value`, directly or through views of it (the
+// nodes an in-place write of it must follow or precede);
+void collect_readers(const Value* value, const OpRegistry& registry, std::unordered_set<Node*>& readers);
 // and the i64 "step" input (1 on the first step), added when no pass has
 // yet, recorded as the step's step_input. Throws weir::Error naming `pass`
 // when the graph's "step" is something else.

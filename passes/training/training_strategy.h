@@ -126,8 +126,33 @@ struct DgcStrategy {
   double clip_norm = 0;  // Weir: per-rank gradient clipping at clip_norm / sqrt(ranks); 0: off
 };
 
+// Parameter-server training (passes/training/parameter_server_updates.h;
+// Fleet's a_sync and a_sync_configs): the parameters live on parameter
+// servers. Each step pulls the dense parameters and the rows of the sparse
+// tables (PsPullSparse lookups) it reads, and pushes their gradients; the
+// servers apply the optimizer (SGD, Adagrad or Adam, per row). The graph is
+// one worker's program, on its share of the batch.
+//   kSync: every step's gradients (the mean over `workers`) are applied on
+//          the servers before any worker reads the next step's parameters.
+//   kAsync, kHalfAsync, kGeo: the step's ops do not wait for other workers;
+//          which client the session gets decides the rest (an asynchronous
+//          communicator that merges pushes, the same with a barrier, or
+//          Geo-SGD's local training with deltas every k steps:
+//          distributed/ps/async_communicator.h, geo_client.h).
+enum class PsMode { kOff, kSync, kAsync, kHalfAsync, kGeo };
+
+const char* ps_mode_name(PsMode mode);
+// "sync", "async", "half-async", "geo"; throws kInvalidArgument naming them.
+PsMode parse_ps_mode(const std::string& name);
+
+struct ParameterServerStrategy {
+  PsMode mode = PsMode::kOff;
+  int workers = 1;  // kSync: the workers whose pushes make a round
+};
+
 struct Strategy {
   AmpStrategy amp{};
+  ParameterServerStrategy parameter_server{};
   RecomputeStrategy recompute{};
   DataParallelStrategy data_parallel{};
   GradientCommunicationStrategy communication{};

@@ -27,6 +27,7 @@
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tools/graph-runner/launched_world.h"
+#include "tools/graph-runner/sparse_model_training.h"
 #include "tools/graph-runner/step_communication.h"
 #include "tools/graph-runner/synthetic_examples.h"
 
@@ -72,7 +73,46 @@ struct TrainArgs {
   std::string margin;
   double sample_ratio = 1.0;
   int64_t embedding = 512;
+  std::string ps;
+  int geo_k = 100;
+  int trainer_threads = 1;
+  int reader_threads = 2;
+  int max_merge = 20;
+  int64_t ids_per_slot = 125000;
+  int64_t vocabulary = 10000;
 };
+
+// --model ctr|word2vec (tools/graph-runner/sparse_model_training.h).
+void train_sparse(const TrainArgs& args) {
+  if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty() || !args.strategy_file.empty() ||
+      args.data_parallel != 1 || !args.save.empty() || !args.checkpoint.empty() || !args.resume.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "--model " + args.model + " trains with --ps (parameter servers) or "
+                                             "locally; --amp, --recompute, --memory-budget, --strategy, "
+                                             "--data-parallel, --save, --checkpoint and --resume are not supported "
+                                             "with it yet");
+  }
+  SparseModelArgs sparse;
+  sparse.model = args.model;
+  sparse.data = args.data == kFashionMnistDir ? "synthetic" : args.data;
+  sparse.epochs = args.epochs;
+  sparse.steps = args.steps;
+  sparse.batch = args.batch;
+  sparse.optimizer = args.optimizer;
+  sparse.lr = args.lr;
+  sparse.seed = args.seed;
+  sparse.threads = args.threads;
+  sparse.synthetic_examples = args.synthetic_examples;
+  sparse.ps = args.ps;
+  sparse.geo_k = args.geo_k;
+  sparse.trainer_threads = args.trainer_threads;
+  sparse.reader_threads = args.reader_threads;
+  sparse.max_merge = args.max_merge;
+  sparse.ids_per_slot = args.ids_per_slot;
+  sparse.vocabulary = args.vocabulary;
+  sparse.timeout = args.collective_timeout;
+  sparse.print_losses = args.print_losses;
+  train_sparse_model_command(sparse);
+}
 
 // --simulate-link slows the collectives of a world; a run of one rank has none.
 SimulatedLink simulated_link_of(const TrainArgs& args, int ranks) {
@@ -413,6 +453,14 @@ void train(const TrainArgs& args) {
     return;
   }
   if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "train needs --model NAME or --graph FILE");
+  if (is_sparse_model(args.model)) {
+    train_sparse(args);
+    return;
+  }
+  if (!args.ps.empty() || args.trainer_threads != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "--ps and --trainer-threads train the sparse-feature models (--model ctr "
+                                             "or word2vec) on parameter servers, not '" + args.model + "'");
+  }
   std::shared_ptr<World> world = world_of(args);
   const bool rank0 = prints_results(world);
   const int ranks = world != nullptr ? world->size() : args.data_parallel;
@@ -550,11 +598,14 @@ void train(const TrainArgs& args) {
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model (mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert, arcface) on a dataset");
+  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model (mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert, arcface, ctr, word2vec) on a dataset");
   auto* model = cmd->add_option("--model", args->model,
-                                "mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert or arcface (a conv "
+                                "mlp, lenet, resnet18, resnet50, mobilenet_v2, squeezenet, bert, arcface (a conv "
                                 "backbone, a 512-d embedding and a margin head whose classes are sharded over the "
-                                "ranks: model parallel, the backbone data parallel)");
+                                "ranks: model parallel, the backbone data parallel), ctr (wide & deep on a "
+                                "synthetic click log from a known logistic model, ~10^6 feature ids; prints "
+                                "test_auc and the true model's best_auc) or word2vec (skip-gram with negative "
+                                "sampling on --data FILE, any text, or a synthetic Zipf corpus; prints test_loss)");
   cmd->add_option("--graph", args->graph,
                   "train a saved training-step graph instead (inputs: data, 'lr', 'step'; loss first output)")
       ->excludes(model);
@@ -634,6 +685,31 @@ void add_train_command(CLI::App& app) {
                   "classes always among them (default 1: all)")
       ->check(CLI::Range(1e-6, 1.0));
   cmd->add_option("--embedding", args->embedding, "arcface: the embedding's width (default 512)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--ps", args->ps,
+                  "ctr, word2vec: train on parameter servers, one worker of a job started by graph-runner launch "
+                  "--servers S --workers W (WEIR_SERVER_ENDPOINTS): sync (every step's gradients applied before "
+                  "any worker reads the next step's parameters; equal to one process on the whole batch), async "
+                  "(pushes queued, merged and sent by a communicator thread; pulls do not wait), half-async (async "
+                  "with a barrier of all workers every --max-merge sends) or geo (Geo-SGD: local training, "
+                  "parameter deltas exchanged every --geo-k steps). Each worker trains on its share of every batch");
+  cmd->add_option("--geo-k", args->geo_k, "--ps geo: steps between exchanges of parameter deltas (default 100)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--trainer-threads", args->trainer_threads,
+                  "--ps async|half-async|geo: Hogwild trainer threads in this worker, each running the step on its "
+                  "own batches, sharing the worker's parameter client without locks (default 1)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--reader-threads", args->reader_threads,
+                  "ctr, word2vec: data-loader threads, each filling its own queue (default 2)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--max-merge", args->max_merge,
+                  "--ps async|half-async: pushes of one table merged into one message at most (Paddle's "
+                  "max_merge_var_num; 1: no merging) (default 20)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--ids-per-slot", args->ids_per_slot,
+                  "ctr: distinct feature ids per slot of the synthetic click log, 8 slots (default 125000: 10^6 ids)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--vocabulary", args->vocabulary, "word2vec --data synthetic: words in the Zipf corpus (default 10000)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--print-losses", args->print_losses,
                 "print every step's loss ('step N loss: X', 9 significant digits) before the result lines");

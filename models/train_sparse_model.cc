@@ -1,0 +1,264 @@
+#include "models/train_sparse_model.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "frontend/data/data_loader.h"
+#include "frontend/train/auc.h"
+#include "frontend/train/trainer.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+
+namespace weir::models {
+
+namespace {
+
+bool on_parameter_servers(const SparseModelTraining& options) {
+  return options.strategy.parameter_server.mode != PsMode::kOff;
+}
+
+// The tables the step reads, created on the servers; each dense parameter's
+// initial value offered (the first worker's wins, and they are all equal:
+// the same seed).
+void create_tables(ParameterClient& client, const TrainingGraph& step, const Graph& graph) {
+  for (const ParameterTableConfig& table : step.parameter_tables) {
+    client.create_table(table);
+    if (table.sparse) continue;
+    const Value* param = graph.find_value(table.name);
+    const Tensor& initial = param->data();
+    if (!initial.defined() || initial.num_elements() != table.width) {
+      throw Error(ErrorKind::kInvalidArgument, "parameter '" + table.name + "' has no initial value of " +
+                                                   std::to_string(table.width) + " floats to offer the servers");
+    }
+    client.set_dense(table.name, initial.data<float>(), table.width, /*only_if_unset=*/true);
+  }
+}
+
+// In sync mode, returns once the servers applied all `rounds` rounds (the
+// other workers' last pushes too), so what is evaluated is the final model.
+void wait_for_rounds(ParameterClient& client, const TrainingGraph& step, int64_t rounds) {
+  for (const ParameterTableConfig& table : step.parameter_tables) {
+    if (table.sparse) {
+      const int64_t id = 0;
+      std::vector<float> row(static_cast<size_t>(table.width));
+      client.pull_sparse(table.name, {&id, 1}, row.data(), table.width, rounds);
+    } else {
+      std::vector<float> values(static_cast<size_t>(table.width));
+      client.pull_dense(table.name, values.data(), table.width, rounds);
+    }
+    return;  // one table's rounds are every table's: each step pushes to all of them
+  }
+}
+
+struct Evaluation {
+  double auc = -1;
+  double loss = -1;
+  int64_t examples = 0;
+};
+
+Evaluation evaluate(const SparseModelTraining& options, const Session& trained, const TrainingGraph& step,
+                    const std::vector<Tensor>& test) {
+  const int64_t count = test.front().sizes()[0];
+  const int64_t batch = std::min(options.eval_batch, count);
+  if (batch < 1) return {};
+  SparseModelGraph model = build_sparse_model(options, batch);
+  SessionOptions session_options;
+  session_options.inter_op_threads = options.inter_op_threads;
+  session_options.parameter_client = options.client;
+  Session eval(compile(*model.graph), session_options);
+  if (on_parameter_servers(options)) {
+    for (const ParameterTableConfig& table : step.parameter_tables) {
+      if (table.sparse) continue;
+      Tensor values = eval.state(table.name);  // shares the session's memory
+      options.client->pull_dense(table.name, values.data<float>(), table.width, 0);
+    }
+  } else {
+    copy_state(trained, eval);
+  }
+  Evaluation result;
+  std::vector<float> scores, labels;
+  double loss_sum = 0;
+  int64_t batches = 0;
+  for (int64_t start = 0; start + batch <= count; start += batch) {
+    std::map<std::string, Tensor> feeds;
+    for (size_t f = 0; f < test.size(); ++f) feeds[model.inputs[f]] = test[f].slice(start, start + batch).clone();
+    std::vector<Tensor> outputs = eval.run(feeds);
+    loss_sum += outputs[0].data<float>()[0];
+    ++batches;
+    if (options.model == "ctr") {
+      const Tensor& probability = outputs[1];
+      const Tensor& label = feeds.at("label");
+      scores.insert(scores.end(), probability.data<float>(), probability.data<float>() + batch);
+      labels.insert(labels.end(), label.data<float>(), label.data<float>() + batch);
+    }
+  }
+  result.examples = batches * batch;
+  result.loss = loss_sum / static_cast<double>(batches);
+  if (!scores.empty()) result.auc = roc_auc(scores, labels);
+  return result;
+}
+
+// Hogwild: `threads` sessions of the step run at once, each taking the next
+// batch from whichever reader queue has one; no lock between their steps
+// (the client is shared, and is thread-safe).
+TrainStats run_hogwild(const SparseModelTraining& options, const std::shared_ptr<const Plan>& plan,
+                       const SessionOptions& session_options, const TrainingGraph& step, DataLoader& loader,
+                       const std::vector<std::string>& feeds) {
+  const int threads = options.trainer_threads;
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int t = 0; t < threads; ++t) sessions.push_back(std::make_unique<Session>(plan, session_options));
+  std::atomic<int64_t> steps{0};
+  std::mutex mutex;
+  std::vector<double> losses;
+  std::exception_ptr error;
+  const int64_t limit = options.steps > 0 ? options.steps : std::numeric_limits<int64_t>::max();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t epoch = 0; steps.load() < limit && (options.steps > 0 || epoch < options.epochs); ++epoch) {
+    loader.start_epoch(epoch);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        try {
+          while (true) {
+            const int64_t number = steps.fetch_add(1) + 1;
+            if (number > limit) break;
+            std::optional<std::vector<Tensor>> batch = loader.next();
+            if (!batch) {
+              steps.fetch_sub(1);
+              break;
+            }
+            std::map<std::string, Tensor> inputs;
+            for (size_t f = 0; f < feeds.size(); ++f) inputs[feeds[f]] = (*batch)[f];
+            inputs[step.lr_input] = Tensor::scalar<float>(static_cast<float>(options.lr));
+            if (!step.step_input.empty()) inputs[step.step_input] = Tensor::scalar<int64_t>(number);
+            const double loss = sessions[static_cast<size_t>(t)]->run(inputs)[0].data<float>()[0];
+            std::lock_guard lock(mutex);
+            losses.push_back(loss);
+          }
+        } catch (...) {
+          std::lock_guard lock(mutex);
+          if (!error) error = std::current_exception();
+        }
+      });
+    }
+    for (std::thread& worker : workers) worker.join();
+    if (error) std::rethrow_exception(error);
+    if (options.steps == 0 && epoch + 1 >= options.epochs) break;
+    if (losses.empty()) break;  // an epoch without a batch: more would not help
+  }
+  TrainStats stats;
+  stats.steps = static_cast<int64_t>(losses.size());
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.ms_per_step = stats.steps > 0 ? stats.seconds * 1000 / static_cast<double>(stats.steps) : 0;
+  stats.losses = losses;
+  stats.last_loss = losses.empty() ? 0 : losses.back();
+  return stats;
+}
+
+}  // namespace
+
+SparseModelGraph build_sparse_model(const SparseModelTraining& options, int64_t batch) {
+  if (options.model == "ctr") {
+    CtrConfig config = options.ctr;
+    config.on_parameter_servers = on_parameter_servers(options);
+    return build_ctr(batch, config);
+  }
+  if (options.model == "word2vec") {
+    Word2vecConfig config = options.word2vec;
+    config.on_parameter_servers = on_parameter_servers(options);
+    return build_word2vec(batch, config);
+  }
+  throw Error(ErrorKind::kInvalidArgument, "unknown sparse model '" + options.model + "' (expected ctr or word2vec)");
+}
+
+SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options, const std::vector<Tensor>& train,
+                                             const std::vector<Tensor>* test) {
+  const bool on_servers = on_parameter_servers(options);
+  const int workers = options.workers;
+  if (workers < 1 || options.worker < 0 || options.worker >= workers) {
+    throw Error(ErrorKind::kInvalidArgument, "worker " + std::to_string(options.worker) + " is not one of " +
+                                                 std::to_string(workers) + " workers");
+  }
+  if (!on_servers && workers > 1) {
+    throw Error(ErrorKind::kInvalidArgument, std::to_string(workers) + " workers share their parameters through "
+                                             "parameter servers; choose a parameter-server mode");
+  }
+  if (on_servers && options.client == nullptr) {
+    throw Error(ErrorKind::kInvalidArgument, "training on parameter servers needs a parameter client");
+  }
+  if (options.batch % workers != 0) {
+    throw Error(ErrorKind::kInvalidArgument, "the batch of " + std::to_string(options.batch) +
+                                                 " does not split evenly over " + std::to_string(workers) + " workers");
+  }
+  if (options.trainer_threads < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "trainer threads must be at least 1, got " + std::to_string(options.trainer_threads));
+  }
+  if (options.trainer_threads > 1 && options.strategy.parameter_server.mode == PsMode::kSync) {
+    throw Error(ErrorKind::kInvalidArgument, "sync mode runs one trainer thread per worker (a round is one step of "
+                                             "each worker); use async, half-async or geo for Hogwild threads");
+  }
+  Strategy strategy = options.strategy;
+  strategy.parameter_server.workers = workers;
+  SparseModelGraph model = build_sparse_model(options, options.batch / workers);
+  TrainingGraph step = minimize(*model.graph, model.loss, options.optimizer, strategy);
+  if (on_servers) create_tables(*options.client, step, *model.graph);
+
+  SessionOptions session_options;
+  session_options.inter_op_threads = options.inter_op_threads;
+  session_options.parameter_client = options.client;
+  std::shared_ptr<const Plan> plan = compile(*model.graph);
+  auto dataset = std::make_shared<TensorDataset>(train);
+  DataLoaderOptions loader_options{.batch_size = options.batch, .shuffle = true, .drop_last = true,
+                                   .seed = options.data_seed, .num_workers = options.reader_threads,
+                                   .shards = workers, .shard = options.worker};
+  loader_options.ordered = options.trainer_threads == 1;
+  DataLoader loader(dataset, loader_options);
+  const int64_t bytes_before = options.client ? options.client->bytes_pushed() : 0;
+
+  TrainStats stats;
+  std::unique_ptr<Session> session;
+  if (options.trainer_threads == 1) {
+    session = std::make_unique<Session>(plan, session_options);
+    TrainerOptions trainer_options;
+    trainer_options.feeds = model.inputs;
+    trainer_options.lr = LrSchedule::constant(options.lr);
+    trainer_options.log = options.worker == 0 ? options.log : nullptr;
+    trainer_options.parameter_server_worker = on_servers;
+    Trainer trainer(*session, step, loader, trainer_options);
+    stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
+  } else {
+    stats = run_hogwild(options, plan, session_options, step, loader, model.inputs);
+  }
+  if (options.client != nullptr) {
+    options.client->flush();
+    if (options.strategy.parameter_server.mode == PsMode::kSync) wait_for_rounds(*options.client, step, stats.steps);
+  }
+
+  SparseModelTrainingResult result;
+  result.steps = stats.steps;
+  result.losses = stats.losses;
+  result.last_loss = stats.last_loss;
+  result.seconds = stats.seconds;
+  result.examples_per_second =
+      stats.seconds > 0 ? static_cast<double>(stats.steps * (options.batch / workers)) / stats.seconds : 0;
+  result.bytes_pushed = options.client ? options.client->bytes_pushed() - bytes_before : 0;
+  result.training = step;
+  if (test != nullptr && options.worker == 0 && !test->empty()) {
+    if (session == nullptr && !on_servers) {
+      throw Error(ErrorKind::kUnsupported, "evaluating a local model trained by several threads is not supported");
+    }
+    Evaluation evaluation = evaluate(options, *session, step, *test);
+    result.test_auc = evaluation.auc;
+    result.test_loss = evaluation.loss;
+    result.test_examples = evaluation.examples;
+  }
+  return result;
+}
+
+}  // namespace weir::models

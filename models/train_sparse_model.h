@@ -1,0 +1,83 @@
+// Trains a sparse-feature model (ctr, word2vec: models/sparse_models.h)
+// end to end: locally, or as one worker of a parameter-server job.
+//
+//   weir::models::SparseModelTraining options;
+//   options.model = "ctr";
+//   options.strategy.parameter_server.mode = weir::PsMode::kSync;
+//   options.client = weir::ps::connect_parameter_servers({.endpoints = ..., .worker = w});
+//   options.worker = w;  options.workers = 2;
+//   auto result = weir::models::train_sparse_model(options, train_fields, &test_fields);
+//   result.test_auc;   // ctr, on worker 0
+//
+// On parameter servers: the step is one worker's program on its share of
+// every batch (rows [w*b/W, (w+1)*b/W) of the batch a single process would
+// take: the same seed gives the same batches), the worker creates the
+// step's tables (each dense parameter's initial value offered, the first
+// worker's wins) and trains through `client`, which decides the mode's
+// communication (the gRPC client directly for sync, an asynchronous
+// communicator, a Geo-SGD client). Locally (mode off): the same model with
+// its tables as [vocabulary, width] parameters, on the whole batch: the
+// reference a sync run must equal, step by step.
+//
+// Trainer threads (Hogwild, Niu et al. 2011): `trainer_threads` sessions of
+// the step share the worker's client and take batches from the reader
+// threads' queues in whatever order they come; no locks between them.
+#pragma once
+
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/parameter_client.h"
+#include "core/tensor.h"
+#include "frontend/optim/optimizer.h"
+#include "models/sparse_models.h"
+
+namespace weir::models {
+
+struct SparseModelTraining {
+  std::string model = "ctr";  // "ctr" or "word2vec"
+  CtrConfig ctr{};            // on_parameter_servers is set from the strategy
+  Word2vecConfig word2vec{};
+  int64_t batch = 256;        // the whole step's batch, over all workers
+  int64_t epochs = 1;
+  int64_t steps = 0;          // > 0: this many steps (this worker's) instead of epochs
+  OptimizerConfig optimizer{.kind = OptimizerKind::kAdagrad};
+  double lr = 0.05;
+  Strategy strategy{};        // parameter_server.mode; workers is taken from `workers`
+  std::shared_ptr<ParameterClient> client{};
+  int worker = 0;
+  int workers = 1;
+  int trainer_threads = 1;
+  int reader_threads = 2;     // the data loader's, each filling its own queue
+  uint64_t data_seed = 1;
+  int inter_op_threads = 1;
+  int64_t eval_batch = 1024;
+  std::ostream* log = &std::cerr;
+};
+
+struct SparseModelTrainingResult {
+  int64_t steps = 0;            // this worker's steps, over all its trainer threads
+  std::vector<double> losses;   // every step's loss (one trainer thread: in step order)
+  double last_loss = 0;
+  double seconds = 0;
+  double examples_per_second = 0;  // this worker's examples
+  double test_auc = -1;         // ctr with a test set
+  double test_loss = -1;        // mean loss over the test set
+  int64_t test_examples = 0;
+  int64_t bytes_pushed = 0;     // the client's, during training
+  TrainingGraph training{};
+};
+
+// `train` (and `test`): the model's input fields in SparseModelGraph::inputs
+// order, examples along axis 0. Evaluates `test` (when given) with the
+// trained parameters: the servers', once every push has reached them.
+SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options, const std::vector<Tensor>& train,
+                                             const std::vector<Tensor>* test = nullptr);
+
+// The model's graph at `batch` (on parameter servers or local, as `options` says).
+SparseModelGraph build_sparse_model(const SparseModelTraining& options, int64_t batch);
+
+}  // namespace weir::models

@@ -1,0 +1,176 @@
+// Parameter-server training as users run it: graph-runner launch --servers
+// S --workers W -- graph-runner train --model ctr|word2vec --ps MODE, real
+// processes on 127.0.0.1.
+//   - sync, 2 workers x 2 servers: every step's loss, averaged over the
+//     workers, equals one local process on the whole batch (1e-5
+//     relative), with SGD and with Adagrad;
+//   - async, half-async and Geo-SGD reach the sync run's test AUC within
+//     0.01 on the synthetic click log; word2vec with Geo-SGD reaches the
+//     test loss of local training;
+//   - a server killed mid-training fails the job naming it; in async mode a
+//     worker that dies leaves the other training to the end; no servers,
+//     or unreachable ones, are CLI errors naming what is missing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/distributed/process_group.h"
+#include "tests/tools/process_util.h"
+
+namespace weir {
+namespace {
+
+using testing::ProcessResult;
+
+const std::string kGraphRunner = WEIR_GRAPH_RUNNER;
+
+ProcessResult run_limited(const std::string& command, int limit_s = 120) {
+  return testing::run_command("timeout -k 5 " + std::to_string(limit_s) + " " + command);
+}
+
+ProcessResult ps_job(const std::string& train_args, int workers = 2, int servers = 2) {
+  return run_limited(kGraphRunner + " launch --servers " + std::to_string(servers) + " --workers " +
+                     std::to_string(workers) + " -- " + kGraphRunner + " train " + train_args);
+}
+
+// "step N loss: X" lines, by N, of the lines starting with `prefix`.
+std::map<int, double> losses(const std::string& output, const std::string& prefix) {
+  std::map<int, double> result;
+  const std::regex line("^" + std::regex_replace(prefix, std::regex(R"([\[\]])"), R"(\$&)") +
+                        R"(step (\d+) loss: ([-+0-9.eE]+)$)");
+  std::istringstream lines(output);
+  std::string text;
+  std::smatch match;
+  while (std::getline(lines, text)) {
+    if (std::regex_match(text, match, line)) result[std::stoi(match[1])] = std::stod(match[2]);
+  }
+  return result;
+}
+
+// The value of "KEY: X" on a line starting with `prefix`; NaN when absent.
+double figure(const std::string& output, const std::string& prefix, const std::string& key) {
+  const size_t at = output.find(prefix + key + ": ");
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(output.substr(at + prefix.size() + key.size() + 2));
+}
+
+void expect_sync_equals_local(const std::string& optimizer, const std::string& lr) {
+  const std::string args = "--model ctr --optimizer " + optimizer + " --lr " + lr +
+                           " --batch 32 --steps 6 --ids-per-slot 40 --synthetic-examples 256 --print-losses";
+  const ProcessResult local = run_limited(kGraphRunner + " train " + args);
+  ASSERT_EQ(local.status, 0) << local.output;
+  const ProcessResult job = ps_job(args + " --ps sync");
+  ASSERT_EQ(job.status, 0) << job.output;
+  const std::map<int, double> whole = losses(local.output, "");
+  const std::map<int, double> rank0 = losses(job.output, "[rank 0] ");
+  const std::map<int, double> rank1 = losses(job.output, "[rank 1] ");
+  ASSERT_EQ(whole.size(), 6u) << local.output;
+  ASSERT_EQ(rank0.size(), 6u) << job.output;
+  ASSERT_EQ(rank1.size(), 6u) << job.output;
+  for (const auto& [step, loss] : whole) {
+    const double mean = (rank0.at(step) + rank1.at(step)) / 2;
+    EXPECT_NEAR(mean, loss, 1e-5 * std::abs(loss)) << optimizer << ", step " << step << "\n" << job.output;
+  }
+  EXPECT_NE(whole.begin()->second, whole.rbegin()->second) << "the loss does not move: " << local.output;
+}
+
+TEST(PsTraining, SyncWithSgdEqualsOneProcessOnTheWholeBatch) { expect_sync_equals_local("sgd", "0.5"); }
+
+TEST(PsTraining, SyncWithAdagradEqualsOneProcessOnTheWholeBatch) { expect_sync_equals_local("adagrad", "0.1"); }
+
+TEST(PsTraining, AsyncHalfAsyncAndGeoReachTheAucOfSync) {
+  const std::string args = "--model ctr --optimizer adagrad --lr 0.05 --batch 128 --epochs 1 --ids-per-slot 100 "
+                           "--synthetic-examples 30000 --geo-k 10";
+  std::map<std::string, double> auc;
+  for (const std::string mode : {"sync", "async", "half-async", "geo"}) {
+    const ProcessResult job = ps_job(args + " --ps " + mode);
+    ASSERT_EQ(job.status, 0) << mode << "\n" << job.output;
+    auc[mode] = figure(job.output, "[rank 0] ", "test_auc");
+    ASSERT_FALSE(std::isnan(auc[mode])) << job.output;
+    // What the servers were given: the best AUC any model can reach here.
+    EXPECT_LT(auc[mode], figure(job.output, "[rank 0] ", "best_auc")) << job.output;
+  }
+  std::string all;
+  for (const auto& [mode, value] : auc) all += " " + mode + " " + std::to_string(value);
+  EXPECT_GT(auc["sync"], 0.7) << all;  // well above chance: the model learned
+  for (const std::string mode : {"async", "half-async", "geo"}) {
+    EXPECT_NEAR(auc[mode], auc["sync"], 0.01) << mode << ";" << all;
+  }
+}
+
+TEST(PsTraining, Word2vecWithGeoReachesTheLossOfLocalTraining) {
+  const std::string args = "--model word2vec --optimizer adagrad --lr 0.2 --batch 256 --epochs 1 --vocabulary 500 "
+                           "--synthetic-examples 30000";
+  const ProcessResult local = run_limited(kGraphRunner + " train " + args);
+  ASSERT_EQ(local.status, 0) << local.output;
+  const ProcessResult geo = ps_job(args + " --ps geo --geo-k 10");
+  ASSERT_EQ(geo.status, 0) << geo.output;
+  const double local_loss = figure(local.output, "", "test_loss");
+  const double geo_loss = figure(geo.output, "[rank 0] ", "test_loss");
+  EXPECT_LT(local_loss, 0.9 * std::log(2.0) * 6) << "local training learned nothing: " << local.output;
+  EXPECT_LT(geo_loss, local_loss * 1.02) << geo.output;
+}
+
+TEST(PsTraining, AServerKilledMidTrainingFailsTheJobNamingIt) {
+  // Worker 1 kills server 0 a second into training (launch gives the
+  // workers the servers' pids).
+  const std::string train = kGraphRunner + " train --model ctr --ps sync --optimizer adagrad --lr 0.05 --batch 64 "
+                            "--steps 100000 --ids-per-slot 100 --synthetic-examples 20000 --collective-timeout 5";
+  const ProcessResult job = run_limited(
+      kGraphRunner + " launch --servers 2 --workers 2 -- sh -c '"
+      "if [ \"$WEIR_RANK\" = 1 ]; then (sleep 1; kill -9 ${WEIR_SERVER_PIDS%%,*}) & fi; exec " + train + "'",
+      60);
+  EXPECT_NE(job.status, 0) << job.output;
+  EXPECT_NE(job.output.find("launch: parameter server 0"), std::string::npos) << job.output;
+  // The workers' own errors name the server they lost.
+  EXPECT_NE(job.output.find("parameter server 0 of 2"), std::string::npos) << job.output;
+  EXPECT_EQ(job.output.find("terminate called"), std::string::npos) << job.output;
+}
+
+TEST(PsTraining, InAsyncModeAWorkerThatDiesLeavesTheOtherTraining) {
+  // Servers and workers started by hand (launch would stop the job when a
+  // worker fails): worker 1 is killed after a second, worker 0 trains on.
+  const int ports[2] = {testing::unused_port(), testing::unused_port()};
+  std::string endpoints, servers;
+  for (int port : ports) {
+    endpoints += (endpoints.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
+    servers += "timeout -k 5 90 " + kGraphRunner + " ps-server --port " + std::to_string(port) + " & ";
+  }
+  const std::string train = kGraphRunner + " train --model ctr --ps async --optimizer adagrad --lr 0.05 --batch 128 "
+                            "--ids-per-slot 100 --synthetic-examples 30000 --collective-timeout 10";
+  // The launcher's variables, as graph-runner launch would set them (the
+  // master address is not used: parameter-server workers meet on the servers).
+  const std::string env = "WEIR_WORLD_SIZE=2 WEIR_MASTER_ADDR=127.0.0.1 WEIR_MASTER_PORT=29500 WEIR_SERVER_ENDPOINTS=" +
+                          endpoints;
+  const ProcessResult job = testing::run_command(
+      "sh -c '" + servers + " sleep 0.5; " +
+      env + " WEIR_RANK=1 timeout -s KILL 1.5 " + train + " --epochs 100 > /dev/null 2>&1 & " +
+      env + " WEIR_RANK=0 timeout -k 5 90 " + train + " --epochs 3; status=$?; kill %1 %2 2>/dev/null; wait; exit $status'");
+  EXPECT_EQ(job.status, 0) << job.output;
+  EXPECT_NE(job.output.find("test_auc: "), std::string::npos) << job.output;
+}
+
+TEST(PsTraining, NoServersOrUnreachableOnesAreCliErrors) {
+  testing::expect_cli_error(testing::run_command("env -u WEIR_SERVER_ENDPOINTS " + kGraphRunner +
+                                                 " train --model ctr --ps sync --steps 1 --ids-per-slot 10 "
+                                                 "--synthetic-examples 64"),
+                            "WEIR_SERVER_ENDPOINTS");
+  const std::string nobody = "127.0.0.1:" + std::to_string(testing::unused_port());
+  testing::expect_cli_error(testing::run_command("WEIR_SERVER_ENDPOINTS=" + nobody + " timeout 30 " + kGraphRunner +
+                                                 " train --model ctr --ps async --steps 1 --ids-per-slot 10 "
+                                                 "--synthetic-examples 64 --collective-timeout 1"),
+                            nobody);
+  testing::expect_cli_error(testing::run_graph_runner("train --model ctr --ps sometimes --steps 1"), "sometimes");
+  testing::expect_cli_error(testing::run_graph_runner("train --model lenet --ps sync --steps 1"), "--ps");
+  testing::expect_cli_error(testing::run_graph_runner("train --model ctr --trainer-threads 2 --steps 1 "
+                                                      "--ids-per-slot 10 --synthetic-examples 64"),
+                            "--trainer-threads");
+}
+
+}  // namespace
+}  // namespace weir

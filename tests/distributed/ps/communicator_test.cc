@@ -787,5 +787,30 @@ TEST(GeoClient, RowsUntouchedForAPeriodLeaveTheCacheAndComeBackFresh) {
   EXPECT_EQ(geo->cached_rows("nope"), -1);
 }
 
+TEST(GeoClient, ARowThatLeavesTheCacheKeepsItsLocalOptimizerState) {
+  // Adagrad, one worker exchanging every push: row 2 is pushed (g = 1),
+  // dropped while row 1 trains alone, then pushed again (g = 1). With its
+  // accumulator kept the second step is lr / sqrt(2) (acc 2), not lr
+  // (a restarted accumulator of 1).
+  Servers servers(1);
+  auto geo = std::dynamic_pointer_cast<GeoClient>(make_geo_client(servers.client(), {.k_steps = 1, .workers = 1}));
+  ParameterTableConfig config = sparse_table("emb", 1);
+  config.rule = TableRule::kAdagrad;
+  geo->create_table(config);
+  const std::vector<int64_t> one = {1}, two = {2};
+  const float g = 1.0f;
+  float row = 0;
+  geo->pull_sparse("emb", two, &row, 1, 0);
+  geo->push_sparse("emb", two, &g, 1, 1.0f, 0);
+  geo->pull_sparse("emb", one, &row, 1, 0);
+  geo->push_sparse("emb", one, &g, 1, 1.0f, 0);
+  ASSERT_EQ(geo->cached_rows("emb"), 1);  // row 2 left the cache
+  geo->pull_sparse("emb", two, &row, 1, 0);
+  geo->push_sparse("emb", two, &g, 1, 1.0f, 0);
+  geo->pull_sparse("emb", two, &row, 1, 0);
+  const double first = 1.0 / (1.0 + 1e-6), second = 1.0 / (std::sqrt(2.0) + 1e-6);
+  EXPECT_NEAR(row, -(first + second), 1e-5);
+}
+
 }  // namespace
 }  // namespace weir::ps

@@ -104,13 +104,27 @@ class GrpcParameterClient final : public ParameterClient {
                    float lr, int64_t round) override {
     const ParameterTableConfig config = table_config(table, true, width);
     const int servers = num_servers();
+    // The gradients of equal ids are added here, in the order they come, so
+    // each distinct id travels once (a batch of Zipf-drawn ids repeats the
+    // frequent ones many times).
     std::vector<wire::PushSparseRequest> requests(stubs_.size());
-    const size_t row_bytes = static_cast<size_t>(width) * sizeof(float);
+    std::vector<std::unordered_map<int64_t, int>> positions(stubs_.size());
+    std::vector<std::vector<float>> sums(stubs_.size());
+    const auto w = static_cast<size_t>(width);
     for (size_t i = 0; i < ids.size(); ++i) {
-      wire::PushSparseRequest& request = requests[static_cast<size_t>(sparse_shard_of(ids[i], config.shard_num) % servers)];
-      request.add_ids(ids[i]);
-      request.mutable_gradients()->append(reinterpret_cast<const char*>(gradients + i * static_cast<size_t>(width)),
-                                          row_bytes);
+      const auto s = static_cast<size_t>(sparse_shard_of(ids[i], config.shard_num) % servers);
+      auto [it, added] = positions[s].emplace(ids[i], requests[s].ids_size());
+      const float* gradient = gradients + i * w;
+      if (added) {
+        requests[s].add_ids(ids[i]);
+        sums[s].insert(sums[s].end(), gradient, gradient + w);
+      } else {
+        float* sum = sums[s].data() + static_cast<size_t>(it->second) * w;
+        for (size_t j = 0; j < w; ++j) sum[j] += gradient[j];
+      }
+    }
+    for (size_t s = 0; s < requests.size(); ++s) {
+      requests[s].set_gradients(reinterpret_cast<const char*>(sums[s].data()), sums[s].size() * sizeof(float));
     }
     std::vector<int> targets;
     for (int s = 0; s < servers; ++s) {

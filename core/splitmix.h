@@ -24,6 +24,13 @@ inline uint64_t splitmix64_mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// A generator state keyed by (seed, domain, index): `domain` separates the
+// streams one seed feeds (a dataset's weights from its samples), `index`
+// picks the value within one, so no two ever share a state.
+inline uint64_t splitmix64_keyed(uint64_t seed, uint64_t domain, uint64_t index) {
+  return splitmix64_mix(splitmix64_mix(seed ^ domain) + index * 0xD1B54A32D192ED03ULL);
+}
+
 // Advances `state` and returns the next value.
 inline uint64_t splitmix64_next(uint64_t& state) { return splitmix64_mix(state += 0x9E3779B97F4A7C15ULL); }
 

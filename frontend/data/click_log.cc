@@ -29,13 +29,9 @@ constexpr uint64_t kDenseWeightDomain = 0x6A09E667F3BCC909ULL;
 constexpr uint64_t kPermutationDomain = 0xBB67AE8584CAA73BULL;
 constexpr uint64_t kSampleDomain = 0x3C6EF372FE94F82BULL;
 
-// A generator state keyed by (seed, domain, index).
-uint64_t keyed_state(uint64_t seed, uint64_t domain, uint64_t index) {
-  return splitmix64_mix(splitmix64_mix(seed ^ domain) + index * 0xD1B54A32D192ED03ULL);
-}
 
 double keyed_normal(uint64_t seed, uint64_t domain, uint64_t index) {
-  uint64_t state = keyed_state(seed, domain, index);
+  uint64_t state = splitmix64_keyed(seed, domain, index);
   return splitmix64_normal_pair(state).first;
 }
 
@@ -102,7 +98,7 @@ class SlotPermutation {
   SlotPermutation(int64_t n, uint64_t seed, int slot) : n_(static_cast<uint64_t>(n)) {
     while ((uint64_t{1} << (2 * half_bits_)) < n_) ++half_bits_;
     mask_ = (uint64_t{1} << half_bits_) - 1;
-    for (int r = 0; r < 4; ++r) keys_[r] = keyed_state(seed, kPermutationDomain, static_cast<uint64_t>(slot) * 4 + r);
+    for (int r = 0; r < 4; ++r) keys_[r] = splitmix64_keyed(seed, kPermutationDomain, static_cast<uint64_t>(slot) * 4 + r);
   }
 
   uint64_t operator()(uint64_t x) const {
@@ -234,7 +230,7 @@ ClickLog synthetic_click_log(const ClickLogOptions& options) {
   float* labels = log.labels.data<float>();
   float* probability = log.true_probability.data<float>();
   // One sequential stream for the whole log: ids, dense values, then the label's coin, example by example.
-  uint64_t state = keyed_state(options.sample_seed, kSampleDomain, 0);
+  uint64_t state = splitmix64_keyed(options.sample_seed, kSampleDomain, 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t* row_ids = ids + i * slots;
     float* row_dense = dense != nullptr ? dense + i * features : nullptr;

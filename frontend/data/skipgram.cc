@@ -28,9 +28,6 @@ constexpr uint64_t kCorpusDomain = 0x13198A2E03707344ULL;
 constexpr uint64_t kWindowDomain = 0xA4093822299F31D0ULL;
 constexpr uint64_t kNegativeDomain = 0x082EFA98EC4E6C89ULL;
 
-uint64_t keyed_state(uint64_t seed, uint64_t domain, uint64_t index) {
-  return splitmix64_mix(splitmix64_mix(seed ^ domain) + index * 0xD1B54A32D192ED03ULL);
-}
 
 // Draws index i with probability weights[i] / sum, by bisection of the running sums.
 class CumulativeTable {
@@ -113,7 +110,7 @@ std::vector<int64_t> zipf_corpus(int64_t vocabulary, int64_t tokens, double expo
   for (size_t w = 0; w < zipf.size(); ++w) zipf[w] = std::pow(static_cast<double>(w + 1), -exponent);
   std::vector<int64_t> shuffled(static_cast<size_t>(vocabulary));
   std::iota(shuffled.begin(), shuffled.end(), 0);
-  uint64_t shuffle_state = keyed_state(seed, kShuffleDomain, 0);
+  uint64_t shuffle_state = splitmix64_keyed(seed, kShuffleDomain, 0);
   for (size_t i = shuffled.size(); i > 1; --i) std::swap(shuffled[i - 1], shuffled[splitmix64_next(shuffle_state) % i]);
   std::vector<std::vector<int64_t>> members(static_cast<size_t>(topics));
   for (size_t i = 0; i < shuffled.size(); ++i) members[i % static_cast<size_t>(topics)].push_back(shuffled[i]);
@@ -133,7 +130,7 @@ std::vector<int64_t> zipf_corpus(int64_t vocabulary, int64_t tokens, double expo
   const CumulativeTable global(zipf);
 
   std::vector<int64_t> corpus(static_cast<size_t>(tokens));
-  uint64_t state = keyed_state(seed, kCorpusDomain, 0);
+  uint64_t state = splitmix64_keyed(seed, kCorpusDomain, 0);
   size_t topic = 0;
   for (int64_t i = 0; i < tokens; ++i) {
     if (i % kSentenceLength == 0) topic = topic_table.draw(splitmix64_unit(state));
@@ -245,7 +242,7 @@ SkipGramExamples skipgram_examples(std::span<const int64_t> tokens, std::span<co
   // Token i's reduced window, keyed by (seed, i) so both passes agree.
   const int64_t n = std::ssize(tokens);
   auto reduced_window = [&](int64_t i) {
-    return 1 + static_cast<int64_t>(keyed_state(options.seed, kWindowDomain, static_cast<uint64_t>(i)) %
+    return 1 + static_cast<int64_t>(splitmix64_keyed(options.seed, kWindowDomain, static_cast<uint64_t>(i)) %
                                     static_cast<uint64_t>(options.window));
   };
   int64_t examples = 0;
@@ -262,7 +259,7 @@ SkipGramExamples skipgram_examples(std::span<const int64_t> tokens, std::span<co
   int64_t* centres = out.centres.data<int64_t>();
   int64_t* targets = out.targets.data<int64_t>();
   float* labels = out.labels.data<float>();  // zero-filled: only the true context's label is set
-  uint64_t state = keyed_state(options.seed, kNegativeDomain, 0);
+  uint64_t state = splitmix64_keyed(options.seed, kNegativeDomain, 0);
   int64_t e = 0;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t b = reduced_window(i);

@@ -97,14 +97,7 @@ bool OptimizerUpdates::run(Graph& graph, PassContext& context) {
                                   graph.unique_name("update_loss_scale"));
     for (Node* reader : readers) update->add_control_input(reader);
   }
-  if (graph.outputs().empty() || graph.outputs().front() != loss_value) {
-    std::vector<Value*> outputs = graph.outputs();
-    graph.clear_outputs();
-    graph.add_output(loss_value);
-    for (Value* out : outputs) {
-      if (out != loss_value) graph.add_output(out);
-    }
-  }
+  make_first_output(graph, loss_value);
   return true;
 }
 

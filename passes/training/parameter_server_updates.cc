@@ -148,14 +148,7 @@ bool ParameterServerUpdates::run(Graph& graph, PassContext& context) {
   }
   result.ps_mode = ps_mode_name(strategy_.mode);
 
-  if (graph.outputs().empty() || graph.outputs().front() != loss_value) {
-    std::vector<Value*> outputs = graph.outputs();
-    graph.clear_outputs();
-    graph.add_output(loss_value);
-    for (Value* out : outputs) {
-      if (out != loss_value) graph.add_output(out);
-    }
-  }
+  make_first_output(graph, loss_value);
   return true;
 }
 

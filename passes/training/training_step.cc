@@ -14,6 +14,16 @@ Node* add_training_node(Graph& graph, const OpRegistry& registry, const std::str
   return node;
 }
 
+void make_first_output(Graph& graph, Value* value) {
+  if (!graph.outputs().empty() && graph.outputs().front() == value) return;
+  std::vector<Value*> outputs = graph.outputs();
+  graph.clear_outputs();
+  graph.add_output(value);
+  for (Value* out : outputs) {
+    if (out != value) graph.add_output(out);
+  }
+}
+
 // Every node that reads `value`, directly or through views of it.
 void collect_readers(const Value* value, const OpRegistry& registry, std::unordered_set<Node*>& readers) {
   for (const Use& use : value->uses()) {

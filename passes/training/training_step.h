@@ -101,6 +101,9 @@ struct TrainingStepState {
 Node* add_training_node(Graph& graph, const OpRegistry& registry, const std::string& op_type,
                         const std::vector<Value*>& inputs, size_t outputs, std::map<std::string, Attribute> attributes,
                         const std::string& name, const std::optional<Device>& device = std::nullopt);
+// `value` as the graph's first output (the loss a training loop reads),
+// the other outputs after it in their order;
+void make_first_output(Graph& graph, Value* value);
 // every node that reads `value`, directly or through views of it (the
 // nodes an in-place write of it must follow or precede);
 void collect_readers(const Value* value, const OpRegistry& registry, std::unordered_set<Node*>& readers);

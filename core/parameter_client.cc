@@ -47,4 +47,24 @@ void initial_table_row(const TableInitializer& init, int64_t id, float* row, int
   }
 }
 
+void wait_for_workers(ParameterClient& servers, int workers, int64_t generation, const std::string& what) {
+  ParameterTableConfig barrier;
+  barrier.name = std::string(kJobTablePrefix) + "weir_job_barrier";
+  barrier.width = 1;
+  barrier.rule = TableRule::kSgd;
+  barrier.sync_workers = workers;
+  try {
+    servers.create_table(barrier);
+    // Round `generation` is applied once every worker pushed it; the pull
+    // of round generation + 1 waits for exactly that.
+    const float zero = 0;
+    servers.push_dense(barrier.name, &zero, 1, 0.0f, generation);
+    float value = 0;
+    servers.pull_dense(barrier.name, &value, 1, generation + 1);
+  } catch (const Error& e) {
+    throw Error(e.kind(), "waiting for all " + std::to_string(workers) + " workers " + what + " (barrier " +
+                              std::to_string(generation) + "): " + e.what());
+  }
+}
+
 }  // namespace weir

@@ -113,4 +113,16 @@ class ParameterClient {
   virtual std::string description() const = 0;
 };
 
+// Tables whose names begin with this coordinate a job (barriers); servers
+// neither save nor load them: they are no part of the model.
+inline constexpr const char* kJobTablePrefix = "__";
+
+// Returns once all `workers` workers have called it with this `generation`
+// (0, 1, 2, ... in the order a job's barriers come), meeting on the servers
+// through a synchronous one-float table; `servers` must send each push
+// before returning (the gRPC client, not a communicator that merges pushes).
+// A worker that never arrives makes the others fail when the servers' wait
+// for the round times out, with an error naming `what` and the generation.
+void wait_for_workers(ParameterClient& servers, int workers, int64_t generation, const std::string& what);
+
 }  // namespace weir

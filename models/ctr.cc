@@ -19,10 +19,12 @@ SparseModelGraph build_ctr(int64_t batch, const CtrConfig& config) {
         b, "embedding",
         {.vocabulary = config.vocabulary, .width = config.embedding,
          .init = {TableInitializer::Kind::kNormal, 0.05, config.seed + 1},
+         .admit_after = config.admit_after,
          .on_parameter_servers = config.on_parameter_servers});
     nn::SparseEmbedding wide(b, "wide",
                              {.vocabulary = config.vocabulary, .width = 1,
                               .init = {TableInitializer::Kind::kZeros, 0.0, config.seed + 2},
+                              .admit_after = config.admit_after,
                               .on_parameter_servers = config.on_parameter_servers});
     Var h = nn::concat({nn::reshape(embedding(ids), {batch, slots * config.embedding}), dense}, 1);
     int64_t features = slots * config.embedding + config.dense_features;

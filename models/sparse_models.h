@@ -36,6 +36,7 @@ struct CtrConfig {
   int64_t vocabulary = 1000000;  // the local form's table rows
   int64_t embedding = 8;
   std::vector<int64_t> hidden = {64, 32};
+  int64_t admit_after = 1;       // on parameter servers: an id gets rows at its N-th lookup (zeros before)
   bool on_parameter_servers = false;
   uint64_t seed = 42;            // dense layers' and rows' initial values
 };
@@ -51,6 +52,7 @@ struct Word2vecConfig {
   int64_t vocabulary = 10000;
   int64_t dim = 64;
   int negatives = 5;
+  int64_t admit_after = 1;       // on parameter servers: a word gets rows at its N-th lookup
   bool on_parameter_servers = false;
   uint64_t seed = 42;
 };

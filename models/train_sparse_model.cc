@@ -4,10 +4,13 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <fstream>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/train/auc.h"
@@ -26,10 +29,12 @@ bool on_parameter_servers(const SparseModelTraining& options) {
 // The tables the step reads, created on the servers; each dense parameter's
 // initial value offered (the first worker's wins, and they are all equal:
 // the same seed).
-void create_tables(ParameterClient& client, const TrainingGraph& step, const Graph& graph) {
+// A resumed job offers none: the saved values are loaded instead, and an
+// offer racing the load could leave a worker's client with a stale copy.
+void create_tables(ParameterClient& client, const TrainingGraph& step, const Graph& graph, bool offer_initial) {
   for (const ParameterTableConfig& table : step.parameter_tables) {
     client.create_table(table);
-    if (table.sparse) continue;
+    if (table.sparse || !offer_initial) continue;
     const Value* param = graph.find_value(table.name);
     const Tensor& initial = param->data();
     if (!initial.defined() || initial.num_elements() != table.width) {
@@ -54,6 +59,48 @@ void wait_for_rounds(ParameterClient& client, const TrainingGraph& step, int64_t
     }
     return;  // one table's rounds are every table's: each step pushes to all of them
   }
+}
+
+// The job's barriers, met in the same order by every worker.
+class WorkerMeetings {
+ public:
+  WorkerMeetings(ParameterClient* servers, int workers) : servers_(servers), workers_(workers) {}
+  void meet(const std::string& what) {
+    if (servers_ != nullptr && workers_ > 1) wait_for_workers(*servers_, workers_, generation_++, what);
+  }
+
+ private:
+  ParameterClient* servers_;
+  int workers_;
+  int64_t generation_ = 0;
+};
+
+std::filesystem::path worker_state_file(const std::filesystem::path& directory, int worker) {
+  return directory / ("worker-" + std::to_string(worker) + ".state");
+}
+
+// The batches worker `worker` had trained when the tables in `directory`
+// were saved: where its data continues.
+int64_t read_batches_trained(const std::filesystem::path& directory, int worker) {
+  const std::filesystem::path file = worker_state_file(directory, worker);
+  std::ifstream in(file);
+  std::string key;
+  int64_t batches = -1;
+  if (!in) {
+    throw Error(ErrorKind::kIo, "no state of worker " + std::to_string(worker) + " to resume from (saved by "
+                                "training with --checkpoint on the same number of workers)").with_file(file.string());
+  }
+  if (!(in >> key >> batches) || key != "batches_trained" || batches < 0) {
+    throw Error(ErrorKind::kFormat, "expected 'batches_trained N' with N >= 0").with_file(file.string());
+  }
+  return batches;
+}
+
+void write_batches_trained(const std::filesystem::path& directory, int worker, int64_t batches) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) throw Error(ErrorKind::kIo, "cannot create the directory: " + ec.message()).with_file(directory.string());
+  write_file_atomically(worker_state_file(directory, worker), "batches_trained " + std::to_string(batches) + "\n");
 }
 
 struct Evaluation {
@@ -109,7 +156,8 @@ Evaluation evaluate(const SparseModelTraining& options, const Session& trained, 
 // (the client is shared, and is thread-safe).
 TrainStats run_hogwild(const SparseModelTraining& options, const std::shared_ptr<const Plan>& plan,
                        const SessionOptions& session_options, const TrainingGraph& step, DataLoader& loader,
-                       const std::vector<std::string>& feeds) {
+                       const std::vector<std::string>& feeds, int64_t first_batch,
+                       const std::function<void()>& end_of_epoch) {
   const int threads = options.trainer_threads;
   std::vector<std::unique_ptr<Session>> sessions;
   for (int t = 0; t < threads; ++t) sessions.push_back(std::make_unique<Session>(plan, session_options));
@@ -119,8 +167,11 @@ TrainStats run_hogwild(const SparseModelTraining& options, const std::shared_ptr
   std::exception_ptr error;
   const int64_t limit = options.steps > 0 ? options.steps : std::numeric_limits<int64_t>::max();
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t epoch = 0; steps.load() < limit && (options.steps > 0 || epoch < options.epochs); ++epoch) {
-    loader.start_epoch(epoch);
+  const int64_t per_epoch = loader.batches_per_epoch();
+  const int64_t first_epoch = first_batch / per_epoch;
+  for (int64_t epoch = first_epoch; steps.load() < limit && (options.steps > 0 || epoch < first_epoch + options.epochs);
+       ++epoch) {
+    loader.start_epoch(epoch, epoch == first_epoch ? first_batch % per_epoch : 0);
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
@@ -149,7 +200,8 @@ TrainStats run_hogwild(const SparseModelTraining& options, const std::shared_ptr
     }
     for (std::thread& worker : workers) worker.join();
     if (error) std::rethrow_exception(error);
-    if (options.steps == 0 && epoch + 1 >= options.epochs) break;
+    if (options.steps == 0) end_of_epoch();  // by epochs, each one runs to its end
+    if (options.steps == 0 && epoch + 1 >= first_epoch + options.epochs) break;
     if (losses.empty()) break;  // an epoch without a batch: more would not help
   }
   TrainStats stats;
@@ -207,7 +259,34 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
   strategy.parameter_server.workers = workers;
   SparseModelGraph model = build_sparse_model(options, options.batch / workers);
   TrainingGraph step = minimize(*model.graph, model.loss, options.optimizer, strategy);
-  if (on_servers) create_tables(*options.client, step, *model.graph);
+  const bool resuming = !options.resume_from.empty();
+  if (!on_servers && (resuming || !options.save_to.empty() || options.shrink_after_passes > 0)) {
+    throw Error(ErrorKind::kInvalidArgument, "saving, resuming and shrinking act on parameter servers' tables; "
+                                             "this model trains locally");
+  }
+  if (options.shrink_after_passes > 0 && options.steps > 0) {
+    throw Error(ErrorKind::kInvalidArgument, "shrinking happens at the ends of passes, which are epochs: train "
+                                             "by epochs, not by steps");
+  }
+  ParameterClient* servers = options.servers ? options.servers.get() : options.client.get();
+  WorkerMeetings meetings(servers, workers);
+  int64_t first_batch = 0;
+  if (on_servers) {
+    if (resuming) first_batch = read_batches_trained(options.resume_from, options.worker);
+    create_tables(*options.client, step, *model.graph, /*offer_initial=*/!resuming);
+    if (resuming) {
+      if (options.worker == 0) options.client->load(options.resume_from);
+      meetings.meet("before training (worker 0 loads the tables saved in " + options.resume_from.string() + ")");
+    }
+  }
+  int64_t rows_dropped = 0;
+  auto end_of_pass = [&] {
+    if (options.shrink_after_passes <= 0) return;
+    options.client->flush();
+    meetings.meet("at the end of a pass");
+    if (options.worker == 0) rows_dropped += options.client->end_pass(options.shrink_after_passes);
+    meetings.meet("after the servers shrank their tables");
+  };
 
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
@@ -230,14 +309,24 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     trainer_options.lr = LrSchedule::constant(options.lr);
     trainer_options.log = options.worker == 0 ? options.log : nullptr;
     trainer_options.parameter_server_worker = on_servers;
+    trainer_options.first_batch = first_batch;
+    const int64_t per_epoch = loader.batches_per_epoch();
+    trainer_options.after_step = [&](int64_t number, double) {
+      if ((number + first_batch) % per_epoch == 0) end_of_pass();
+    };
     Trainer trainer(*session, step, loader, trainer_options);
     stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
   } else {
-    stats = run_hogwild(options, plan, session_options, step, loader, model.inputs);
+    stats = run_hogwild(options, plan, session_options, step, loader, model.inputs, first_batch, end_of_pass);
   }
   if (options.client != nullptr) {
     options.client->flush();
     if (options.strategy.parameter_server.mode == PsMode::kSync) wait_for_rounds(*options.client, step, stats.steps);
+  }
+  if (!options.save_to.empty()) {
+    write_batches_trained(options.save_to, options.worker, first_batch + stats.steps);
+    meetings.meet("before the servers save the tables");
+    if (options.worker == 0) options.client->save(options.save_to);
   }
 
   SparseModelTrainingResult result;
@@ -249,6 +338,8 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
       stats.seconds > 0 ? static_cast<double>(stats.steps * (options.batch / workers)) / stats.seconds : 0;
   result.bytes_pushed = options.client ? options.client->bytes_pushed() - bytes_before : 0;
   result.training = step;
+  result.first_batch = first_batch;
+  result.rows_dropped = rows_dropped;
   if (test != nullptr && options.worker == 0 && !test->empty()) {
     if (session == nullptr && !on_servers) {
       throw Error(ErrorKind::kUnsupported, "evaluating a local model trained by several threads is not supported");

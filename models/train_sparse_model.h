@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -48,6 +49,22 @@ struct SparseModelTraining {
   double lr = 0.05;
   Strategy strategy{};        // parameter_server.mode; workers is taken from `workers`
   std::shared_ptr<ParameterClient> client{};
+  // The client beneath `client` that sends each call before returning (the
+  // gRPC client under a communicator or a Geo-SGD client): the workers'
+  // barriers go through it. Null: `client` itself.
+  std::shared_ptr<ParameterClient> servers{};
+  // On parameter servers. save_to: after training the workers meet, worker
+  // 0 has the servers write every table there (each shard's file
+  // atomically) and every worker writes how many batches it trained
+  // (worker-W.state). resume_from: before training worker 0 has the servers
+  // read the tables saved there, the workers meet, and each continues the
+  // data where it stopped; the step numbers (sync rounds) start again at 1.
+  std::filesystem::path save_to{};
+  std::filesystem::path resume_from{};
+  // > 0: every epoch is a pass; at its end the workers meet and worker 0
+  // has the servers drop the sparse rows no lookup touched in this many
+  // passes (Paddle's shrink).
+  int shrink_after_passes = 0;
   int worker = 0;
   int workers = 1;
   int trainer_threads = 1;
@@ -68,6 +85,8 @@ struct SparseModelTrainingResult {
   double test_loss = -1;        // mean loss over the test set
   int64_t test_examples = 0;
   int64_t bytes_pushed = 0;     // the client's, during training
+  int64_t first_batch = 0;      // the batches a resumed job had trained already
+  int64_t rows_dropped = 0;     // by shrinking at the ends of passes (worker 0's count)
   TrainingGraph training{};
 };
 

@@ -18,10 +18,12 @@ SparseModelGraph build_word2vec(int64_t batch, const Word2vecConfig& config) {
     nn::SparseEmbedding input(b, "input",
                               {.vocabulary = config.vocabulary, .width = config.dim,
                                .init = {TableInitializer::Kind::kUniform, 0.5 / static_cast<double>(config.dim), config.seed + 1},
+                               .admit_after = config.admit_after,
                                .on_parameter_servers = config.on_parameter_servers});
     nn::SparseEmbedding output(b, "output",
                                {.vocabulary = config.vocabulary, .width = config.dim,
                                 .init = {TableInitializer::Kind::kZeros, 0.0, config.seed + 2},
+                                .admit_after = config.admit_after,
                                 .on_parameter_servers = config.on_parameter_servers});
     Var centre_rows = nn::reshape(input(centres), {batch, 1, config.dim});
     Var scores = nn::reduce_sum(centre_rows * output(targets), {2}, false);  // [batch, 1 + k]

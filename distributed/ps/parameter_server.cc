@@ -218,6 +218,8 @@ class ParameterServer::Impl final : public wire::ParameterService::Service {
     return directory / table /
            ("dense-" + std::to_string(request.server_index()) + "-of-" + std::to_string(request.num_servers()));
   }
+  // Barriers and other coordination of a job: no part of the model.
+  static bool is_job_table(const std::string& name) { return name.rfind(kJobTablePrefix, 0) == 0; }
   static void check_placement(const wire::CheckpointRequest& request) {
     if (request.num_servers() <= 0 || request.server_index() < 0 || request.server_index() >= request.num_servers()) {
       throw Error(ErrorKind::kInvalidArgument, "server " + std::to_string(request.server_index()) + " of " +
@@ -231,6 +233,7 @@ class ParameterServer::Impl final : public wire::ParameterService::Service {
       const std::filesystem::path directory = request->directory();
       std::shared_lock lock(tables_mutex_);
       for (const auto& [name, t] : tables_) {
+        if (is_job_table(name)) continue;
         std::error_code ec;
         std::filesystem::create_directories(directory / name, ec);
         if (ec) throw Error(ErrorKind::kIo, "cannot create the directory: " + ec.message()).with_file((directory / name).string());
@@ -257,6 +260,7 @@ class ParameterServer::Impl final : public wire::ParameterService::Service {
       const std::filesystem::path directory = request->directory();
       std::shared_lock lock(tables_mutex_);
       for (const auto& [name, t] : tables_) {
+        if (is_job_table(name)) continue;
         if (t->dense) {
           const auto file = slice_file(directory, name, *request);
           t->dense->load(read_file(file, size_t{1} << 40), file.string());

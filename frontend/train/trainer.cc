@@ -28,6 +28,10 @@ Trainer::Trainer(Session& session, InProcessRanks* ranks, TrainingGraph graph, D
   if (loader_.batches_per_epoch() == 0) {
     throw Error(ErrorKind::kInvalidArgument, "trainer: the dataset has fewer examples than one batch");
   }
+  if (options_.first_batch < 0) {
+    throw Error(ErrorKind::kInvalidArgument, "trainer: the first batch is " + std::to_string(options_.first_batch) +
+                                                 "; it counts batches already trained, from 0");
+  }
   // One process's rank of a larger world feeds its own shard of each batch.
   const DataLoaderOptions& shard = loader_.options();
   const World* world = session_.world().get();
@@ -63,7 +67,7 @@ std::vector<Tensor> Trainer::run_step(const std::map<std::string, Tensor>& feeds
   return ranks_->run(shares, run_options).front();
 }
 
-int64_t Trainer::epoch() const { return step_ / loader_.batches_per_epoch(); }
+int64_t Trainer::epoch() const { return (step_ + options_.first_batch) / loader_.batches_per_epoch(); }
 
 TrainStats Trainer::run_epochs(int64_t epochs) {
   int64_t per_epoch = loader_.batches_per_epoch();
@@ -75,7 +79,7 @@ TrainStats Trainer::run_epochs(int64_t epochs) {
     throw Error(ErrorKind::kInvalidArgument, "trainer: " + std::to_string(epochs) + " epochs after step " +
                                                  std::to_string(step_) + " overflow the step counter");
   }
-  return run_steps(std::max<int64_t>(0, target - step_));
+  return run_steps(std::max<int64_t>(0, target - step_ - options_.first_batch));
 }
 
 TrainStats Trainer::run_steps(int64_t steps) {
@@ -92,8 +96,9 @@ TrainStats Trainer::run_steps(int64_t steps) {
   if (options_.before_steps) options_.before_steps();
   auto start = std::chrono::steady_clock::now();
   while (step_ < end) {
-    if (loader_step_ != step_ || step_ % per_epoch == 0) {
-      loader_.start_epoch(step_ / per_epoch, step_ % per_epoch);
+    const int64_t position = step_ + options_.first_batch;
+    if (loader_step_ != step_ || position % per_epoch == 0) {
+      loader_.start_epoch(position / per_epoch, position % per_epoch);
       loader_step_ = step_;
     }
     std::optional<std::vector<Tensor>> batch = loader_.next();

@@ -64,6 +64,11 @@ struct TrainerOptions {
   // loader's shard of every batch with no world: the workers meet on the
   // servers, not in collectives. Off: the shard must be the world's rank.
   bool parameter_server_worker = false;
+  // The batch (counted over epochs) that step 1 takes. A parameter-server
+  // job resumed from its servers' saved tables continues the data where the
+  // saved job stopped, while its step numbers, which are the sync rounds of
+  // the fresh servers, start again at 1.
+  int64_t first_batch = 0;
 };
 
 struct TrainStats {

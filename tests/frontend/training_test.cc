@@ -312,6 +312,55 @@ TEST(Checkpoints, ResumingGivesTheSameParametersAsRunningStraight) {
   EXPECT_EQ(compared, 4 + 8);  // parameters and Adam's two moments each
 }
 
+// A parameter-server job resumed from its servers' tables continues the
+// data at the batch where the saved job stopped, while its steps count from
+// 1 (they are the fresh servers' sync rounds). With lr 0 a step's loss
+// depends on its batch alone.
+TEST(Checkpoints, AFirstBatchContinuesTheDataWhileStepsCountFromOne) {
+  auto data = dropout_data();
+  const DataLoaderOptions loader_options{.batch_size = 16, .seed = 5, .num_workers = 2};
+  auto make = [](TrainingGraph& info) {
+    GraphBuilder b("linear_net", 11);
+    Var x = b.input("x", {DType::kFloat32, Shape{16, 12}});
+    Var labels = b.input("labels", {DType::kInt64, Shape{16}});
+    nn::Linear fc(b, "fc", 12, 4);
+    Var loss = nn::cross_entropy(fc(x), labels);
+    b.output(loss);
+    auto graph = b.finish();
+    info = minimize(*graph, loss.name(), {.kind = OptimizerKind::kSgd});
+    return std::make_unique<Session>(compile(*graph));
+  };
+  const TrainerOptions options{.feeds = {"x", "labels"}, .lr = LrSchedule::constant(0), .log = nullptr};
+  TrainingGraph straight_info;
+  auto straight = make(straight_info);
+  DataLoader straight_loader(data, loader_options);
+  Trainer straight_trainer(*straight, straight_info, straight_loader, options);
+  const std::vector<double> all = straight_trainer.run_steps(30).losses;  // 12 batches an epoch
+
+  TrainerOptions resumed_options = options;
+  resumed_options.first_batch = 17;
+  TrainingGraph info;
+  auto session = make(info);
+  DataLoader loader(data, loader_options);
+  Trainer trainer(*session, info, loader, resumed_options);
+  EXPECT_EQ(trainer.epoch(), 1);
+  const std::vector<double> rest = trainer.run_steps(13).losses;
+  EXPECT_EQ(trainer.step(), 13);
+  ASSERT_EQ(rest.size(), 13u);
+  for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], all[17 + i]) << "step " << i + 1;
+  EXPECT_NE(all[17], all[18]);
+
+  // By epochs: to the end of the epoch batch 17 is in (batch 24), 7 steps.
+  TrainingGraph epoch_info;
+  auto epoch_session = make(epoch_info);
+  DataLoader epoch_loader(data, loader_options);
+  Trainer epoch_trainer(*epoch_session, epoch_info, epoch_loader, resumed_options);
+  EXPECT_EQ(epoch_trainer.run_epochs(1).steps, 7);
+
+  resumed_options.first_batch = -1;
+  EXPECT_THROW(Trainer(*epoch_session, epoch_info, epoch_loader, resumed_options), Error);
+}
+
 // A checkpoint's step comes from the file: INT64_MAX once wrapped the
 // trainer's arithmetic, so the run trained 0 steps and exited 0. Now the
 // overflow is an error naming the step, and a negative step is refused at

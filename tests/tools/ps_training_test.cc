@@ -7,6 +7,9 @@
 //   - async, half-async and Geo-SGD reach the sync run's test AUC within
 //     0.01 on the synthetic click log; word2vec with Geo-SGD reaches the
 //     test loss of local training;
+//   - a job checkpointed to the servers' files and resumed gives the
+//     losses of one uninterrupted job; shrinking at the ends of passes
+//     drops the rows no pass touched and no others;
 //   - a server killed mid-training fails the job naming it; in async mode a
 //     worker that dies leaves the other training to the end; no servers,
 //     or unreachable ones, are CLI errors naming what is missing.
@@ -14,18 +17,21 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "tests/distributed/process_group.h"
+#include "tests/test_util.h"
 #include "tests/tools/process_util.h"
 
 namespace weir {
 namespace {
 
 using testing::ProcessResult;
+using testing::ScratchDir;
 
 const std::string kGraphRunner = WEIR_GRAPH_RUNNER;
 
@@ -155,6 +161,60 @@ TEST(PsTraining, InAsyncModeAWorkerThatDiesLeavesTheOtherTraining) {
   EXPECT_NE(job.output.find("test_auc: "), std::string::npos) << job.output;
 }
 
+TEST(PsTraining, ACheckpointedJobResumedGivesTheLossesOfOneUninterruptedJob) {
+  // 8 batches an epoch: the 10 steps of the whole job cross into epoch 1,
+  // and the resumed job starts at batch 6 of epoch 0.
+  const ScratchDir scratch;
+  const std::string checkpoint = (scratch / "tables").string();
+  const std::string args = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
+                           "--synthetic-examples 256 --print-losses --ps sync";
+  const ProcessResult whole = ps_job(args + " --steps 10");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  const ProcessResult first = ps_job(args + " --steps 6 --checkpoint " + checkpoint);
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_NE(first.output.find("[rank 0] saved: tables in " + checkpoint), std::string::npos) << first.output;
+  EXPECT_TRUE(std::filesystem::exists(scratch / "tables" / "worker-1.state")) << first.output;
+  const ProcessResult second = ps_job(args + " --steps 4 --resume " + checkpoint);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("[rank 1] resumed: tables from " + checkpoint + ", data from batch 6"),
+            std::string::npos)
+      << second.output;
+  for (const std::string rank : {"[rank 0] ", "[rank 1] "}) {
+    const std::map<int, double> straight = losses(whole.output, rank);
+    const std::map<int, double> before = losses(first.output, rank);
+    const std::map<int, double> after = losses(second.output, rank);
+    ASSERT_EQ(straight.size(), 10u) << whole.output;
+    ASSERT_EQ(before.size(), 6u) << first.output;
+    ASSERT_EQ(after.size(), 4u) << second.output;
+    for (int step = 1; step <= 6; ++step) EXPECT_DOUBLE_EQ(before.at(step), straight.at(step)) << rank << step;
+    // The servers' rows, dense slices and Adagrad accumulators, and where
+    // each worker's data was, all came back.
+    for (int step = 1; step <= 4; ++step) {
+      EXPECT_NEAR(after.at(step), straight.at(6 + step), 1e-5 * std::abs(straight.at(6 + step)))
+          << rank << "step " << 6 + step << "\n" << second.output;
+    }
+  }
+}
+
+TEST(PsTraining, ShrinkingDropsOnlyTheRowsNoPassTouched) {
+  // Two passes over the same log touch the same ids: nothing to drop.
+  const std::string args = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --synthetic-examples 256 "
+                           "--ps async --shrink-after-passes 1";
+  const ProcessResult same = ps_job(args + " --ids-per-slot 1000 --epochs 2");
+  ASSERT_EQ(same.status, 0) << same.output;
+  EXPECT_EQ(figure(same.output, "[rank 0] ", "rows_dropped"), 0) << same.output;
+  // Resumed on a log of other ids, the first job's rows go at the end of
+  // the first pass that does not touch them.
+  const ScratchDir scratch;
+  const std::string checkpoint = (scratch / "tables").string();
+  const ProcessResult first = ps_job(args + " --ids-per-slot 1000 --epochs 1 --checkpoint " + checkpoint);
+  ASSERT_EQ(first.status, 0) << first.output;
+  const ProcessResult second = ps_job(args + " --ids-per-slot 3 --epochs 1 --resume " + checkpoint);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_GT(figure(second.output, "[rank 0] ", "rows_dropped"), 100) << second.output;
+  EXPECT_FALSE(std::isnan(figure(second.output, "[rank 0] ", "test_auc"))) << second.output;
+}
+
 TEST(PsTraining, NoServersOrUnreachableOnesAreCliErrors) {
   testing::expect_cli_error(testing::run_command("env -u WEIR_SERVER_ENDPOINTS " + kGraphRunner +
                                                  " train --model ctr --ps sync --steps 1 --ids-per-slot 10 "
@@ -170,6 +230,17 @@ TEST(PsTraining, NoServersOrUnreachableOnesAreCliErrors) {
   testing::expect_cli_error(testing::run_graph_runner("train --model ctr --trainer-threads 2 --steps 1 "
                                                       "--ids-per-slot 10 --synthetic-examples 64"),
                             "--trainer-threads");
+  testing::expect_cli_error(testing::run_graph_runner("train --model ctr --checkpoint /tmp/x --steps 1 "
+                                                      "--ids-per-slot 10 --synthetic-examples 64"),
+                            "without --ps");
+  const ScratchDir empty;
+  const ProcessResult nothing_saved = run_limited(kGraphRunner + " launch --servers 1 --workers 1 -- " + kGraphRunner +
+                                                  " train --model ctr --ps sync --steps 1 --ids-per-slot 10 "
+                                                  "--synthetic-examples 64 --resume " + empty.path().string());
+  EXPECT_NE(nothing_saved.status, 0) << nothing_saved.output;
+  EXPECT_NE(nothing_saved.output.find("[rank 0] error: file '" + (empty / "worker-0.state").string() + "'"),
+            std::string::npos)
+      << nothing_saved.output;
 }
 
 }  // namespace

@@ -76,7 +76,12 @@ Datasets word2vec_data(const SparseModelArgs& args, models::Word2vecConfig& conf
   return data;
 }
 
-std::shared_ptr<ParameterClient> client_for(const SparseModelArgs& args, PsMode mode, const LaunchEnvironment& job) {
+struct Clients {
+  std::shared_ptr<ParameterClient> client;   // the mode's
+  std::shared_ptr<ParameterClient> servers;  // the gRPC client beneath it
+};
+
+Clients clients_for(const SparseModelArgs& args, PsMode mode, const LaunchEnvironment& job) {
   const char* endpoints = std::getenv("WEIR_SERVER_ENDPOINTS");
   if (endpoints == nullptr || *endpoints == '\0') {
     throw Error(ErrorKind::kInvalidArgument, "--ps " + args.ps + " trains on parameter servers, and none are given: "
@@ -96,12 +101,13 @@ std::shared_ptr<ParameterClient> client_for(const SparseModelArgs& args, PsMode 
       options.workers = job.world_size;
       options.worker = job.rank;
       options.timeout = timeout;
-      return ps::make_async_communicator(std::move(remote), options);
+      return {ps::make_async_communicator(remote, options), remote};
     }
     case PsMode::kGeo:
-      return ps::make_geo_client(std::move(remote), {.k_steps = args.geo_k, .workers = job.world_size, .timeout = timeout});
+      return {ps::make_geo_client(remote, {.k_steps = args.geo_k, .workers = job.world_size, .timeout = timeout}),
+              remote};
     default:
-      return remote;
+      return {remote, remote};
   }
 }
 
@@ -143,8 +149,23 @@ void train_sparse_model_command(const SparseModelArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "--trainer-threads shares a worker's parameters through its parameter "
                                              "client; add --ps async, half-async or geo");
   }
+  if (mode == PsMode::kOff && (!args.checkpoint.empty() || !args.resume.empty() || args.shrink_after_passes > 0 ||
+                               args.admit_after > 1)) {
+    throw Error(ErrorKind::kInvalidArgument, "--checkpoint, --resume, --shrink-after-passes and --admit-after act "
+                                             "on the parameter servers' tables; --model " + args.model +
+                                             " trains locally without --ps");
+  }
+  options.save_to = args.checkpoint;
+  options.resume_from = args.resume;
+  options.shrink_after_passes = args.shrink_after_passes;
+  options.ctr.admit_after = args.admit_after;
+  options.word2vec.admit_after = args.admit_after;
   Datasets data = args.model == "ctr" ? ctr_data(args, options.ctr) : word2vec_data(args, options.word2vec);
-  if (mode != PsMode::kOff) options.client = client_for(args, mode, job);
+  if (mode != PsMode::kOff) {
+    Clients clients = clients_for(args, mode, job);
+    options.client = std::move(clients.client);
+    options.servers = std::move(clients.servers);
+  }
 
   models::SparseModelTrainingResult result = models::train_sparse_model(options, data.train, &data.test);
   if (options.worker == 0 && mode != PsMode::kOff) {
@@ -154,6 +175,14 @@ void train_sparse_model_command(const SparseModelArgs& args) {
   if (args.print_losses) {
     for (size_t i = 0; i < result.losses.size(); ++i) std::printf("step %zu loss: %.9g\n", i + 1, result.losses[i]);
   }
+  if (!args.resume.empty()) {
+    std::printf("resumed: tables from %s, data from batch %lld\n", args.resume.c_str(),
+                static_cast<long long>(result.first_batch));
+  }
+  if (args.shrink_after_passes > 0 && options.worker == 0) {
+    std::printf("rows_dropped: %lld\n", static_cast<long long>(result.rows_dropped));
+  }
+  if (!args.checkpoint.empty() && options.worker == 0) std::printf("saved: tables in %s\n", args.checkpoint.c_str());
   std::printf("steps: %lld\n", static_cast<long long>(result.steps));
   std::printf("final_loss: %.9g\n", result.last_loss);
   std::printf("ms_per_step: %.3f\n", result.steps > 0 ? result.seconds * 1000 / static_cast<double>(result.steps) : 0.0);

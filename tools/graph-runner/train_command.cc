@@ -80,16 +80,19 @@ struct TrainArgs {
   int max_merge = 20;
   int64_t ids_per_slot = 125000;
   int64_t vocabulary = 10000;
+  int shrink_after_passes = 0;
+  int64_t admit_after = 1;
 };
 
 // --model ctr|word2vec (tools/graph-runner/sparse_model_training.h).
 void train_sparse(const TrainArgs& args) {
   if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty() || !args.strategy_file.empty() ||
-      args.data_parallel != 1 || !args.save.empty() || !args.checkpoint.empty() || !args.resume.empty()) {
+      args.data_parallel != 1 || !args.save.empty() || args.checkpoint_every > 0) {
     throw Error(ErrorKind::kInvalidArgument, "--model " + args.model + " trains with --ps (parameter servers) or "
                                              "locally; --amp, --recompute, --memory-budget, --strategy, "
-                                             "--data-parallel, --save, --checkpoint and --resume are not supported "
-                                             "with it yet");
+                                             "--data-parallel, --save and --checkpoint-every are not supported "
+                                             "with it yet (--checkpoint DIR and --resume DIR save and load the "
+                                             "servers' tables)");
   }
   SparseModelArgs sparse;
   sparse.model = args.model;
@@ -111,6 +114,10 @@ void train_sparse(const TrainArgs& args) {
   sparse.vocabulary = args.vocabulary;
   sparse.timeout = args.collective_timeout;
   sparse.print_losses = args.print_losses;
+  sparse.checkpoint = args.checkpoint;
+  sparse.resume = args.resume;
+  sparse.shrink_after_passes = args.shrink_after_passes;
+  sparse.admit_after = args.admit_after;
   train_sparse_model_command(sparse);
 }
 
@@ -711,14 +718,25 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--vocabulary", args->vocabulary, "word2vec --data synthetic: words in the Zipf corpus (default 10000)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--shrink-after-passes", args->shrink_after_passes,
+                  "--ps: at the end of every epoch (a pass) the workers meet and the servers drop the sparse rows "
+                  "that no lookup touched in the last N passes (default 0: never)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--admit-after", args->admit_after,
+                  "--ps: a sparse id gets its rows at its N-th lookup, reading zeros before (default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_flag("--print-losses", args->print_losses,
                 "print every step's loss ('step N loss: X', 9 significant digits) before the result lines");
   cmd->add_option("--mlp-layers", args->mlp_layers, "mlp: hidden layers (default 1)")->check(CLI::PositiveNumber);
   cmd->add_option("--mlp-width", args->mlp_width, "mlp: hidden width (default 256)")->check(CLI::PositiveNumber);
   cmd->add_option("--save", args->save, "write the trained inference model (.weir / .weirtxt) here");
-  cmd->add_option("--checkpoint", args->checkpoint, "write a training checkpoint (.npz) here at the end");
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "write a training checkpoint (.npz) here at the end; with --ps, a directory where the servers "
+                  "save their tables (each shard's file atomically) once every worker is done");
   cmd->add_option("--checkpoint-every", args->checkpoint_every, "also every N steps");
-  cmd->add_option("--resume", args->resume, "continue from this checkpoint");
+  cmd->add_option("--resume", args->resume,
+                  "continue from this checkpoint; with --ps, the directory of a --checkpoint (same workers and "
+                  "servers): the tables are loaded and each worker's data continues where it stopped");
   cmd->add_option("--save-test-batch", args->test_batch,
                   "write the first 16 test images and labels to PREFIX-images.npy and PREFIX-labels.npy");
   cmd->callback([args] { train(*args); });

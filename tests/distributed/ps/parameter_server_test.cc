@@ -7,6 +7,7 @@
 // runs, a server that died).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <future>
 #include <thread>
@@ -222,6 +223,34 @@ TEST(ParameterServer, SavedTablesLoadBackOnEveryServer) {
   const std::string missing = error_of([&] { client->load(directory / "nothing"); }, ErrorKind::kIo);
   EXPECT_NE(missing.find("nothing"), std::string::npos) << missing;
   EXPECT_NE(missing.find("parameter server"), std::string::npos) << missing;
+  // The job's barrier table is no part of the model: not saved.
+  wait_for_workers(*client, 1, 0, "after saving");
+  client->save(directory);
+  EXPECT_TRUE(std::filesystem::exists(directory / "w"));
+  EXPECT_FALSE(std::filesystem::exists(directory / "__weir_job_barrier"));
+}
+
+TEST(ParameterServer, WorkersMeetingOnTheServersWaitForEachOtherAndTimeOutNamingTheBarrier) {
+  ParameterServer server({.wait_limit = 2s});
+  auto connect = [&](int worker) {
+    return connect_parameter_servers({.endpoints = {server.endpoint()}, .worker = worker, .connect_timeout = 5s});
+  };
+  auto first = connect(0), second = connect(1);
+  for (int64_t generation = 0; generation < 3; ++generation) {
+    std::atomic<bool> met{false};
+    std::thread early([&] {
+      wait_for_workers(*first, 2, generation, "in the test");
+      met = true;
+    });
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(met.load()) << "barrier " << generation << " let a worker through alone";
+    wait_for_workers(*second, 2, generation, "in the test");
+    early.join();
+    EXPECT_TRUE(met.load());
+  }
+  const std::string e = error_of([&] { wait_for_workers(*first, 2, 3, "before saving"); }, ErrorKind::kCommunication);
+  EXPECT_NE(e.find("waiting for all 2 workers before saving (barrier 3)"), std::string::npos) << e;
+  EXPECT_NE(e.find("worker(s) 1"), std::string::npos) << e;
 }
 
 TEST(ParameterServer, UnknownTablesAndOtherConfigurationsAreClearErrors) {

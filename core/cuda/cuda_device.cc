@@ -4,13 +4,17 @@
 
 namespace weir {
 
-int cuda_device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+int cuda_device_count() { return query_cuda_device_count().count; }
+
+CudaDeviceCount query_cuda_device_count() {
+  CudaDeviceCount result;
+  cudaError_t status = cudaGetDeviceCount(&result.count);
+  if (status != cudaSuccess) {
     cudaGetLastError();  // clear the sticky error so later calls start clean
-    return 0;
+    result.count = 0;
+    result.error = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
   }
-  return count;
+  return result;
 }
 
 std::string cuda_device_name(int index) {

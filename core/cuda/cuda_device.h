@@ -13,6 +13,14 @@ namespace weir {
 
 // Number of usable CUDA devices; 0 when there is no driver or no GPU (never throws).
 int cuda_device_count();
+// The same, with what cudaGetDeviceCount said when it failed
+// ("cudaErrorNoDevice: no CUDA-capable device is detected"), for errors
+// that tell a user why a device is missing; `error` is empty on success.
+struct CudaDeviceCount {
+  int count = 0;
+  std::string error;
+};
+CudaDeviceCount query_cuda_device_count();
 std::string cuda_device_name(int index);
 // Throws weir::Error(kDevice) with CUDA's message when `status` is an error.
 void cuda_check(cudaError_t status, const char* what);

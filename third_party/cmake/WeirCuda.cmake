@@ -14,6 +14,10 @@ if(NOT WEIR_CUDA STREQUAL "OFF")
     enable_language(CUDA)
     # Weir's headers are C++20. CMake 3.25 predates nvcc's C++20 support and
     # has no flag for it, so name the flag (nvcc 12+ accepts it).
+    # One CUDA runtime per process, the shared one that weir_cuda links
+    # (CUDA::cudart): CMake would otherwise add the static runtime to every
+    # target with .cu sources as well.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
     set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")

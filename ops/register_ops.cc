@@ -53,6 +53,10 @@
 #include "ops/tensor/tensor_schemas.h"
 #include "ops/tensor/trilu.h"
 
+#if WEIR_HAVE_CUDA
+#include "ops/cuda/register_cuda_kernels.h"
+#endif
+
 namespace weir {
 
 void register_all_ops(OpRegistry& registry) {
@@ -101,7 +105,7 @@ const OpRegistry& default_op_registry() {
   return registry;
 }
 
-void register_all_kernels(KernelRegistry& registry) {
+void register_cpu_kernels(KernelRegistry& registry) {
   register_binary_cpu_kernels(registry);
   register_unary_cpu_kernels(registry);
   register_activation_cpu_kernels(registry);
@@ -138,6 +142,13 @@ void register_all_kernels(KernelRegistry& registry) {
   register_dgc_cpu_kernels(registry);
   register_collective_cpu_kernels(registry);
   register_device_copy_cpu_kernel(registry);
+}
+
+void register_all_kernels(KernelRegistry& registry) {
+  register_cpu_kernels(registry);
+#if WEIR_HAVE_CUDA
+  register_all_cuda_kernels(registry);
+#endif
 }
 
 const KernelRegistry& default_kernel_registry() {

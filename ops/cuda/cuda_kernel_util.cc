@@ -1,0 +1,43 @@
+#include "ops/cuda/cuda_kernel_util.h"
+
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace weir::cuda {
+
+cudaStream_t cuda_stream(const KernelContext& ctx) {
+  Stream* stream = ctx.stream();
+  if (stream == nullptr || stream->device().type != DeviceType::kCuda || stream->native_handle() == nullptr) {
+    ctx.fail("a CUDA kernel needs a CUDA stream to enqueue on (run it through a session or the CUDA backend), got " +
+             (stream == nullptr ? std::string("none") : stream->device().to_string() + " stream " + stream->id().to_string()));
+  }
+  return static_cast<cudaStream_t>(stream->native_handle());
+}
+
+void require_on_device(const KernelContext& ctx, const Tensor& tensor, const char* what) {
+  if (tensor.device().type != DeviceType::kCuda) {
+    ctx.fail(std::string(what) + " " + tensor.type_string() + " is on " + tensor.device().to_string() +
+             "; a CUDA kernel reads GPU memory only");
+  }
+}
+
+void check_launch(const KernelContext& ctx, const char* kernel) {
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess) return;
+  const Node& node = ctx.node();
+  throw Error(ErrorKind::kDevice, node.op_type() + " '" + node.name() + "': launching " + kernel + " on " +
+                                      ctx.stream()->device().to_string() + " stream " + ctx.stream()->id().to_string() +
+                                      " failed: " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status))
+      .with_node(node.name());
+}
+
+int to_int(const KernelContext& ctx, int64_t value, const char* what) {
+  if (value > std::numeric_limits<int>::max()) {
+    ctx.fail(std::string(what) + " " + std::to_string(value) + " exceeds the 32-bit sizes cuBLAS takes");
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace weir::cuda

@@ -1,0 +1,31 @@
+// What every CUDA kernel of ops/cuda does around its device work: find the
+// stream to enqueue on, check that its tensors live on the GPU, and turn a
+// failed launch into an error naming the op and node.
+//
+//   cudaStream_t stream = cuda_stream(ctx);                 // the step's stream
+//   require_on_device(ctx, ctx.input(0), "input 0");
+//   my_kernel<<<blocks, threads, 0, stream>>>(...);
+//   check_launch(ctx, "my_kernel");
+//
+// A CUDA kernel runs only inside a runtime that gives it a CUDA stream
+// (KernelContext::stream(), from runtime/cuda_backend.h); run directly, as
+// the CPU reference evaluator runs kernels, it fails naming the node.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "ops/kernel.h"
+
+namespace weir::cuda {
+
+cudaStream_t cuda_stream(const KernelContext& ctx);
+// Fails naming the node unless `tensor` lives on a CUDA device.
+void require_on_device(const KernelContext& ctx, const Tensor& tensor, const char* what);
+// Throws weir::Error(kDevice) naming the node when the last launch on this thread failed.
+void check_launch(const KernelContext& ctx, const char* kernel);
+// Fails naming the node when `value` (a size handed to a 32-bit API) exceeds int.
+int to_int(const KernelContext& ctx, int64_t value, const char* what);
+
+}  // namespace weir::cuda

@@ -8,7 +8,12 @@
 #include "core/error.h"
 #include "runtime/collective_check.h"
 #include "runtime/cpu_backend.h"
+#include "runtime/device_support.h"
 #include "runtime/in_process_communicator.h"
+
+#if WEIR_HAVE_CUDA
+#include "runtime/cuda_backend.h"
+#endif
 
 namespace weir {
 
@@ -102,13 +107,25 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
     devices_[0] = mine;
   }
   for (const Device& device : devices_) {
+    // A GPU without a backend of the caller's runs on Weir's own CUDA
+    // backend: refused here, with the reason, when this build or this
+    // machine has none.
+    const bool own_cuda_backend = device.type == DeviceType::kCuda && !options_.make_backend;
+    if (own_cuda_backend) check_device_usable(device);
     Allocator* memory = device.type != DeviceType::kCpu && options_.device_memory ? &options_.device_memory(device) : nullptr;
+#if WEIR_HAVE_CUDA
+    if (own_cuda_backend && memory == nullptr) memory = &cuda_device_memory(device.index);
+#endif
     allocators_.push_back(&device_caching_allocator(device, memory));
     if (options_.make_backend) {
       backends_.push_back(options_.make_backend(device, *allocators_.back()));
       if (!backends_.back() || backends_.back()->device() != device) {
         throw Error(ErrorKind::kInvalidArgument, "SessionOptions::make_backend gave no backend for " + device.to_string());
       }
+#if WEIR_HAVE_CUDA
+    } else if (own_cuda_backend) {
+      backends_.push_back(make_cuda_backend(device, *allocators_.back(), options_.step_timeout));
+#endif
     } else {
       backends_.push_back(make_cpu_backend(device, *allocators_.back(), options_.step_timeout));
     }
@@ -351,7 +368,13 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
     if (!tensor.defined()) {
       throw Error(ErrorKind::kInternal, "graph output '" + output->name() + "' was not produced").with_node(output->name());
     }
-    if (in_arena(run, tensor.raw_data())) tensor = copy_into(backend_holding(tensor), tensor, "output '" + output->name() + "'");
+    // Outputs are handed out in host memory: a device's (a GPU's) are
+    // copied back; a host arena's are copied out, since the arena is reused.
+    if (tensor.device().type != DeviceType::kCpu) {
+      tensor = copy_to_host(backend_holding(tensor), tensor, "output '" + output->name() + "'");
+    } else if (in_arena(run, tensor.raw_data())) {
+      tensor = copy_into(backend_holding(tensor), tensor, "output '" + output->name() + "'");
+    }
     outputs.push_back(std::move(tensor));
   }
   return outputs;
@@ -631,6 +654,15 @@ Tensor Session::copy_into(Backend& backend, const Tensor& source, const std::str
         ->synchronize(options_.step_timeout, "copying " + what + " to " + backend.device().to_string());
   }
   return copy;
+}
+
+Tensor Session::copy_to_host(Backend& backend, const Tensor& source, const std::string& what) const {
+  Tensor host = Tensor::uninitialized(source.dtype(), source.sizes());
+  if (host.nbytes() > 0) {
+    backend.copy(source, host, backend.stream({StreamKind::kCopy, 0}))
+        ->synchronize(options_.step_timeout, "copying " + what + " from " + backend.device().to_string());
+  }
+  return host;
 }
 
 Tensor Session::resident(Backend& backend, const Tensor& tensor, const std::string& what) const {

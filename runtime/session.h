@@ -26,7 +26,12 @@
 // collective rounds).
 //
 // Each device of the plan has a Backend (core/backend.h): the CPU backend
-// unless SessionOptions::make_backend says otherwise. A step is launched on
+// for cpu:N and Weir's CUDA backend (runtime/cuda_backend.h) for cuda:N,
+// unless SessionOptions::make_backend says otherwise. A cuda:N session in a
+// build without CUDA, or on a machine without that GPU, is refused at
+// construction naming the device and the reason. Feeds are copied to the
+// device of their first reader, constants and persistent values are placed
+// there once, at construction, and run() returns outputs in host memory. A step is launched on
 // its backend stream (StreamInfo::id), with that stream in its
 // KernelContext, and is complete when the stream's event says so, not when
 // the kernel's compute() returns: a backend whose streams run work later (a
@@ -120,7 +125,8 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Feeds every graph input (by name) and returns the graph outputs in order.
+  // Feeds every graph input (by name) and returns the graph outputs in order,
+  // in host memory (feeds may be host tensors or tensors on the reading device).
   // A missing, unknown, mistyped or misshapen feed is a weir::Error naming it.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds, const RunOptions& options = {});
 
@@ -135,6 +141,7 @@ class Session {
   void reset_peak_memory();
 
   // Persistent values by name: read, or replace (same dtype and shape).
+  // state() shares the session's memory, so on a GPU it is a device tensor.
   Tensor state(const std::string& name) const;
   void set_state(const std::string& name, const Tensor& value);
 
@@ -175,6 +182,8 @@ class Session {
   // `source` (on the host or `backend`'s device) copied into `backend`'s
   // memory on its copy stream, waited for; `what` names it in a timeout.
   Tensor copy_into(Backend& backend, const Tensor& source, const std::string& what) const;
+  // `source` (in `backend`'s device memory) copied into host memory, waited for.
+  Tensor copy_to_host(Backend& backend, const Tensor& source, const std::string& what) const;
   // `tensor` as `backend` reads it: itself when it already lives in memory
   // of that device type (virtual CPU devices share the host's), else a copy.
   Tensor resident(Backend& backend, const Tensor& tensor, const std::string& what) const;

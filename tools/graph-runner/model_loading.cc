@@ -6,6 +6,7 @@
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
 #include "passes/pass_manager.h"
+#include "runtime/device_support.h"
 #include "runtime/plan_file.h"
 
 namespace weir::tools {
@@ -43,9 +44,10 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
     options.ops = &ops.ops;
     options.kernels = &ops.kernels;
     options.default_device = Device::parse(model_options.device);
-    if (options.default_device.type != DeviceType::kCpu) {
-      throw Error(ErrorKind::kUnsupported, "--device " + model_options.device +
-                                               ": the executor runs CPU devices only in this build (cpu, cpu:N)");
+    try {
+      check_device_usable(options.default_device);  // before compiling kernels for a device that is not there
+    } catch (const Error& e) {
+      throw Error(e.kind(), "--device " + e.message());  // "--device cuda:0: no CUDA device (...)"
     }
     return compile(std::move(graph), options);
   } catch (Error& e) {
@@ -57,7 +59,8 @@ void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOp
   cmd.add_option("--plugin", plugins, "load custom ops from this plugin library (repeatable)");
   cmd.add_option("--opt-level", model_options.opt_level, "optimization level 0-3 (default 3: every pass)")->check(CLI::Range(0, 3));
   cmd.add_option("--disable-pass", model_options.disabled, "skip this pass (repeatable; see `optimize --list-passes`)");
-  cmd.add_option("--device", model_options.device, "where the model runs: cpu or cpu:N (default cpu)");
+  cmd.add_option("--device", model_options.device,
+                 "where the model runs: cpu, cpu:N, cuda or cuda:N (default cpu; cuda needs a build with CUDA and the GPU)");
 }
 
 }  // namespace weir::tools

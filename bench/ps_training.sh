@@ -10,6 +10,8 @@
 #   async-nomerge  the same, one push per message (--max-merge 1)
 #   half-async   async with a barrier every 20 pushes
 #   geo          Geo-SGD, deltas every 10 steps
+#   async-t2, geo-t2  the same with 2 Hogwild trainer threads in each worker
+#                (--trainer-threads 2; STEPS counts the worker's steps)
 # Prints per run: the workers' examples per second (summed), ms per step
 # (worker 0), bytes pushed per step (worker 0: ids and gradients sent to
 # the servers), and worker 0's test AUC beside the true model's.
@@ -44,4 +46,6 @@ for workers in 1 2; do
   run async-nomerge "$workers" --ps async --max-merge 1
   run half-async "$workers" --ps half-async
   run geo "$workers" --ps geo --geo-k 10
+  run async-t2 "$workers" --ps async --trainer-threads 2
+  run geo-t2 "$workers" --ps geo --geo-k 10 --trainer-threads 2
 done

@@ -3,6 +3,7 @@
 #include "ops/cuda/elementwise_kernels.h"
 #include "ops/cuda/matmul_kernels.h"
 #include "ops/cuda/softmax_kernels.h"
+#include "ops/tensor/tensor_kernels.h"
 
 namespace weir {
 
@@ -10,6 +11,7 @@ void register_all_cuda_kernels(KernelRegistry& registry) {
   register_elementwise_cuda_kernels(registry);
   register_matmul_cuda_kernels(registry);
   register_softmax_cuda_kernels(registry);
+  register_view_kernels(registry, DeviceType::kCuda);
 }
 
 }  // namespace weir

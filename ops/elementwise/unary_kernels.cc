@@ -60,12 +60,6 @@ class UnaryKernel final : public OpKernel {
   DType dtype_;
 };
 
-// Identity shares the input's storage: the output is a view, no copy.
-class IdentityKernel final : public OpKernel {
- public:
-  void compute(KernelContext& ctx) override { ctx.set_output(0, ctx.input(0)); }
-};
-
 template <typename Op>
 KernelFactory factory() {
   return [](const Node& node) { return std::make_unique<UnaryKernel<Op>>(node); };
@@ -87,8 +81,6 @@ void register_unary_cpu_kernels(KernelRegistry& registry) {
   registry.add("Sqrt", DeviceType::kCpu, floating, factory<SqrtOp>());
   registry.add("Abs", DeviceType::kCpu, numeric, factory<AbsOp>());
   registry.add("Sign", DeviceType::kCpu, numeric, factory<SignOp>());
-  registry.add("Identity", DeviceType::kCpu, {std::begin(kAllDTypes), std::end(kAllDTypes)},
-               [](const Node&) { return std::make_unique<IdentityKernel>(); });
 }
 
 }  // namespace weir

@@ -1,6 +1,6 @@
 // CPU kernels of the unary elementwise ops: Neg, Relu, Abs, Sign (numeric
-// types), Sigmoid, Tanh, Exp, Log, Sqrt (floating types) and Identity (every
-// type).
+// types), Sigmoid, Tanh, Exp, Log, Sqrt (floating types). Identity, a view,
+// is with the other views (ops/tensor/tensor_kernels.h).
 #pragma once
 
 #include "ops/kernel.h"

@@ -81,6 +81,11 @@ class FlattenKernel final : public OpKernel {
   int64_t axis_;
 };
 
+class IdentityKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override { ctx.set_output(0, ctx.input(0)); }
+};
+
 class SqueezeKernel final : public OpKernel {
  public:
   explicit SqueezeKernel(const Node& node) : has_axes_(node.has_attr("axes")) {
@@ -308,9 +313,15 @@ void register_tensor_cpu_kernels(KernelRegistry& registry) {
   registry.add("Shape", DeviceType::kCpu, all, [](const Node&) { return std::make_unique<ShapeKernel>(); });
   registry.add("Reshape", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<ReshapeKernel>(node); });
   registry.add("Transpose", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<TransposeKernel>(node); });
-  registry.add("Flatten", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<FlattenKernel>(node); });
   registry.add("Squeeze", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<SqueezeKernel>(node); });
   registry.add("Unsqueeze", DeviceType::kCpu, all, [](const Node& node) { return std::make_unique<UnsqueezeKernel>(node); });
+  register_view_kernels(registry, DeviceType::kCpu);
+}
+
+void register_view_kernels(KernelRegistry& registry, DeviceType device) {
+  const std::vector<DType> all(std::begin(kAllDTypes), std::end(kAllDTypes));
+  registry.add("Flatten", device, all, [](const Node& node) { return std::make_unique<FlattenKernel>(node); });
+  registry.add("Identity", device, all, [](const Node&) { return std::make_unique<IdentityKernel>(); });
 }
 
 }  // namespace weir

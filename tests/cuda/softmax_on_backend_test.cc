@@ -27,11 +27,14 @@ TEST_P(SoftmaxOnBackend, MatchesTheCpuAlongAnyAxis) {
   uint32_t seed = 1;
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     // LogSoftmax's largest outputs are -log(sum) near 0, whose error is
-    // that of the sum (a few f32 ulps of 1): an absolute bound.
+    // that of the sum and of the CPU kernel's vectorised log: an absolute
+    // bound. On an H100 the CPU kernel gave log_softmax([x]) = 1.43e-6 where
+    // the GPU gave the exact 0, and rows of 10 and 17 differed by up to
+    // 3.4e-6 near 0.
     const Tolerance softmax = dtype == DType::kFloat32   ? Tolerance{1e-5, 1e-7}
                               : dtype == DType::kFloat16 ? Tolerance{2e-3, 1e-4}
                                                          : Tolerance{1e-2, 1e-3};
-    const Tolerance log_softmax = dtype == DType::kFloat32 ? Tolerance{1e-5, 1e-6} : softmax;
+    const Tolerance log_softmax = dtype == DType::kFloat32 ? Tolerance{1e-5, 1e-5} : softmax;
     for (const Case& c : cases) {
       // Spread wide enough that the max subtraction matters.
       Tensor x = testing::make_tensor(dtype, testing::random_values(dtype, testing::count_of(c.sizes), seed++, -20.0, 20.0),

@@ -66,7 +66,13 @@ class WorkerMeetings {
  public:
   WorkerMeetings(ParameterClient* servers, int workers) : servers_(servers), workers_(workers) {}
   void meet(const std::string& what) {
-    if (servers_ != nullptr && workers_ > 1) wait_for_workers(*servers_, workers_, generation_++, what);
+    if (workers_ <= 1) return;
+    if (servers_ == nullptr) {
+      throw Error(ErrorKind::kInvalidArgument, "the workers meet " + what + " through a client that sends each call "
+                                               "before returning: set SparseModelTraining::servers to the client "
+                                               "beneath the communicator");
+    }
+    wait_for_workers(*servers_, workers_, generation_++, what);
   }
 
  private:
@@ -268,7 +274,11 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     throw Error(ErrorKind::kInvalidArgument, "shrinking happens at the ends of passes, which are epochs: train "
                                              "by epochs, not by steps");
   }
-  ParameterClient* servers = options.servers ? options.servers.get() : options.client.get();
+  // A communicator or a Geo-SGD client would queue or apply a barrier's
+  // push locally: only the plain client serves as `servers` by default.
+  ParameterClient* servers = options.servers                                           ? options.servers.get()
+                             : options.strategy.parameter_server.mode == PsMode::kSync ? options.client.get()
+                                                                                       : nullptr;
   WorkerMeetings meetings(servers, workers);
   int64_t first_batch = 0;
   if (on_servers) {
@@ -328,6 +338,14 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     meetings.meet("before the servers save the tables");
     if (options.worker == 0) options.client->save(options.save_to);
   }
+  const bool evaluating = test != nullptr && !test->empty();
+  // Worker 0 evaluates the servers' tables once every worker's last push is
+  // there: a Geo-SGD worker still training holds deltas the servers have
+  // not seen. Not in async mode, where a worker that died must not stop the
+  // others: there worker 0 evaluates what the servers hold when it is done.
+  if (evaluating && on_servers && options.strategy.parameter_server.mode != PsMode::kAsync) {
+    meetings.meet("before worker 0 evaluates the servers' tables");
+  }
 
   SparseModelTrainingResult result;
   result.steps = stats.steps;
@@ -340,7 +358,7 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
   result.training = step;
   result.first_batch = first_batch;
   result.rows_dropped = rows_dropped;
-  if (test != nullptr && options.worker == 0 && !test->empty()) {
+  if (evaluating && options.worker == 0) {
     if (session == nullptr && !on_servers) {
       throw Error(ErrorKind::kUnsupported, "evaluating a local model trained by several threads is not supported");
     }

@@ -91,8 +91,11 @@ struct SparseModelTrainingResult {
 };
 
 // `train` (and `test`): the model's input fields in SparseModelGraph::inputs
-// order, examples along axis 0. Evaluates `test` (when given) with the
-// trained parameters: the servers', once every push has reached them.
+// order, examples along axis 0. Worker 0 evaluates `test` (when given) with
+// the trained parameters: the servers', once every worker's pushes have
+// reached them (the workers meet first), except in async mode, where it
+// evaluates what the servers hold when it is done, so that a worker that
+// died does not stop it. Every worker is given the same `test`.
 SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options, const std::vector<Tensor>& train,
                                              const std::vector<Tensor>* test = nullptr);
 

@@ -341,9 +341,11 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
   const bool evaluating = test != nullptr && !test->empty();
   // Worker 0 evaluates the servers' tables once every worker's last push is
   // there: a Geo-SGD worker still training holds deltas the servers have
-  // not seen. Not in async mode, where a worker that died must not stop the
-  // others: there worker 0 evaluates what the servers hold when it is done.
-  if (evaluating && on_servers && options.strategy.parameter_server.mode != PsMode::kAsync) {
+  // not seen. Sync mode has waited for every round above already. Not in
+  // async mode, where a worker that died must not stop the others: there
+  // worker 0 evaluates what the servers hold when it is done.
+  const PsMode mode = options.strategy.parameter_server.mode;
+  if (evaluating && (mode == PsMode::kHalfAsync || mode == PsMode::kGeo)) {
     meetings.meet("before worker 0 evaluates the servers' tables");
   }
 

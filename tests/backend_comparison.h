@@ -27,6 +27,7 @@
 #include "runtime/device_support.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
+#include "tests/ops/op_test_util.h"
 
 namespace weir::testing {
 
@@ -85,29 +86,13 @@ struct Tolerance {
   double absolute = 0.0;
 };
 
-// Values of a host tensor of any dtype as doubles, for comparison.
-inline std::vector<double> values_of(const Tensor& tensor) {
-  std::vector<double> values(static_cast<size_t>(tensor.num_elements()));
-  dispatch_dtype(tensor.dtype(), [&]<typename T>() {
-    const T* data = tensor.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) {
-      if constexpr (std::is_same_v<T, bool>) {
-        values[i] = data[i] ? 1.0 : 0.0;
-      } else {
-        values[i] = static_cast<double>(load(data[i]));
-      }
-    }
-  });
-  return values;
-}
-
 // Expects `got` to match `want` within `tolerance`, reporting the first few
 // elements that do not (with their index) under `label`.
 inline void expect_close(const Tensor& got, const Tensor& want, Tolerance tolerance, const std::string& label) {
   ASSERT_EQ(got.dtype(), want.dtype()) << label;
   ASSERT_EQ(got.sizes(), want.sizes()) << label << ": " << got.type_string() << " vs " << want.type_string();
   if (tolerance.relative == 0.0 && tolerance.absolute == 0.0 && got.bitwise_equal(want)) return;
-  std::vector<double> g = values_of(got), w = values_of(want);
+  std::vector<double> g = to_doubles(got), w = to_doubles(want);
   int reported = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     bool close = std::isnan(w[i]) ? std::isnan(g[i]) : (g[i] == w[i] || std::abs(g[i] - w[i]) <= tolerance.absolute + tolerance.relative * std::abs(w[i]));

@@ -5,6 +5,7 @@
 #include "ops/cuda/broadcast_indexing.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/elementwise_device.h"
+#include "ops/elementwise/binary_kernels.h"
 #include "ops/elementwise/broadcast.h"
 
 namespace weir {
@@ -32,18 +33,13 @@ class BinaryCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != dtype_ || b.dtype() != dtype_) {
-      ctx.fail("inputs are " + std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())) +
-               "; this kernel was built for " + std::string(dtype_name(dtype_)));
-    }
-    auto out_sizes = broadcast_sizes(a.sizes(), b.sizes());
-    if (!out_sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
+    const std::vector<int64_t> out_sizes = binary_output_sizes(ctx, a, b, dtype_);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, a, "input 0");
     cuda::require_on_device(ctx, b, "input 1");
-    Tensor& out = ctx.allocate_output(0, dtype_, *out_sizes, KernelContext::Fill::kUninitialized);
+    Tensor& out = ctx.allocate_output(0, dtype_, out_sizes, KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0) return;
-    std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(*out_sizes, a.sizes(), b.sizes());
+    std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(out_sizes, a.sizes(), b.sizes());
     if (!indexing) ctx.fail("broadcasting " + a.type_string() + " with " + b.type_string() + " needs more axes than the GPU kernel takes");
     cuda::launch_binary(op_, element_type(dtype_), a.raw_data(), b.raw_data(), out.raw_data(), out.num_elements(),
                         *indexing, 1.0f, stream);

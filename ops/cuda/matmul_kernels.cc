@@ -7,6 +7,7 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/elementwise_device.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/linalg/gemm_attributes.h"
 #include "ops/node_attributes.h"
 #include "ops/wide_output.h"
 
@@ -125,34 +126,24 @@ class MatMulCudaKernel final : public OpKernel {
 
 class GemmCudaKernel final : public OpKernel {
  public:
-  explicit GemmCudaKernel(const Node& node)
-      : alpha_(float_attr(node, "alpha", 1.0)), beta_(float_attr(node, "beta", 1.0)),
-        transpose_a_(node.has_attr("transA") && node.attr("transA").i() != 0),
-        transpose_b_(node.has_attr("transB") && node.attr("transB").i() != 0) {}
+  explicit GemmCudaKernel(const Node& node) : gemm_(node) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2 || a.dtype() != b.dtype()) {
-      ctx.fail("needs 2-D A and B of one dtype, got " + a.type_string() + " and " + b.type_string());
-    }
+    const GemmSizes sizes = gemm_.sizes(ctx, a, b);
     require_f32(ctx, a, b);
     if (kernel_output_dtype(ctx, a.dtype()) != a.dtype()) ctx.fail("a wider output_dtype is not supported on CUDA yet");
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, a, "A");
     cuda::require_on_device(ctx, b, "B");
-    RowMajorGemm g{.m = a.sizes()[transpose_a_ ? 1 : 0],
-                   .n = b.sizes()[transpose_b_ ? 0 : 1],
-                   .k = a.sizes()[transpose_a_ ? 0 : 1],
-                   .transpose_a = transpose_a_,
-                   .transpose_b = transpose_b_,
-                   .alpha = static_cast<float>(alpha_)};
-    const int64_t k_b = b.sizes()[transpose_b_ ? 1 : 0];
-    if (k_b != g.k) {
-      ctx.fail("inner dimensions differ: op(A) is [" + std::to_string(g.m) + "," + std::to_string(g.k) +
-               "], op(B) is [" + std::to_string(k_b) + "," + std::to_string(g.n) + "]");
-    }
-    const bool add_c = ctx.has_input(2) && beta_ != 0.0;
+    RowMajorGemm g{.m = sizes.m,
+                   .n = sizes.n,
+                   .k = sizes.k,
+                   .transpose_a = gemm_.transpose_a,
+                   .transpose_b = gemm_.transpose_b,
+                   .alpha = static_cast<float>(gemm_.alpha)};
+    const bool add_c = ctx.has_input(2) && gemm_.beta != 0.0;
     if (add_c) {
       const Tensor& c = ctx.input(2);
       auto broadcast = broadcast_sizes({g.m, g.n}, c.sizes());
@@ -174,14 +165,13 @@ class GemmCudaKernel final : public OpKernel {
       const Tensor& c = ctx.input(2);
       std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(out.sizes(), out.sizes(), c.sizes());
       cuda::launch_binary(cuda::BinaryOp::kAddScaled, cuda::ElementType::kFloat32, out.raw_data(), c.raw_data(),
-                          out.raw_data(), out.num_elements(), *indexing, static_cast<float>(beta_), stream);
+                          out.raw_data(), out.num_elements(), *indexing, static_cast<float>(gemm_.beta), stream);
       cuda::check_launch(ctx, "binary_kernel (Y + beta * C)");
     }
   }
 
  private:
-  double alpha_, beta_;
-  bool transpose_a_, transpose_b_;
+  GemmAttributes gemm_;
 };
 
 }  // namespace

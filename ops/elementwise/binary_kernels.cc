@@ -83,14 +83,9 @@ class BinaryKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != dtype_ || b.dtype() != dtype_) {
-      ctx.fail("inputs are " + std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())) +
-               "; this kernel was built for " + std::string(dtype_name(dtype_)));
-    }
-    auto out_sizes = broadcast_sizes(a.sizes(), b.sizes());
-    if (!out_sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
-    Tensor& out = ctx.allocate_output(0, dtype_, *out_sizes, KernelContext::Fill::kUninitialized);
-    BroadcastPlan plan(*out_sizes, a.sizes(), b.sizes());
+    const std::vector<int64_t> out_sizes = binary_output_sizes(ctx, a, b, dtype_);
+    Tensor& out = ctx.allocate_output(0, dtype_, out_sizes, KernelContext::Fill::kUninitialized);
+    BroadcastPlan plan(out_sizes, a.sizes(), b.sizes());
     dispatch_dtype(dtype_, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
         ctx.fail("bool is not an arithmetic type");
@@ -200,6 +195,16 @@ KernelFactory factory() {
 }
 
 }  // namespace
+
+std::vector<int64_t> binary_output_sizes(KernelContext& ctx, const Tensor& a, const Tensor& b, DType dtype) {
+  if (a.dtype() != dtype || b.dtype() != dtype) {
+    ctx.fail("inputs are " + std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())) +
+             "; this kernel was built for " + std::string(dtype_name(dtype)));
+  }
+  std::optional<std::vector<int64_t>> sizes = broadcast_sizes(a.sizes(), b.sizes());
+  if (!sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
+  return std::move(*sizes);
+}
 
 void register_binary_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,

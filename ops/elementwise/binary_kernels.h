@@ -4,10 +4,19 @@
 // integer Div truncates toward zero and reports division by zero as an error.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "ops/kernel.h"
 
 namespace weir {
 
 void register_binary_cpu_kernels(KernelRegistry& registry);
+
+// The output sizes of a broadcasting binary op on `a` and `b` for a kernel
+// built for `dtype`; fails naming the node when an input has another dtype
+// or the sizes do not broadcast. Every device's binary kernels check their
+// inputs with it.
+std::vector<int64_t> binary_output_sizes(KernelContext& ctx, const Tensor& a, const Tensor& b, DType dtype);
 
 }  // namespace weir

@@ -7,6 +7,7 @@
 #include "ops/node_attributes.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/dnnl_matmul.h"
+#include "ops/linalg/gemm_attributes.h"
 #include "ops/wide_output.h"
 
 namespace weir {
@@ -122,29 +123,19 @@ class MatMulKernel final : public OpKernel {
 
 class GemmKernel final : public OpKernel {
  public:
-  explicit GemmKernel(const Node& node)
-      : alpha_(float_attr(node, "alpha", 1.0)), beta_(float_attr(node, "beta", 1.0)),
-        transpose_a_(node.has_attr("transA") && node.attr("transA").i() != 0),
-        transpose_b_(node.has_attr("transB") && node.attr("transB").i() != 0) {}
+  explicit GemmKernel(const Node& node) : gemm_(node) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2 || a.dtype() != b.dtype()) {
-      ctx.fail("needs 2-D A and B of one dtype, got " + a.type_string() + " and " + b.type_string());
-    }
+    const GemmSizes sizes = gemm_.sizes(ctx, a, b);
     MatmulProblem p{.dtype = a.dtype(),
-                    .m = a.sizes()[transpose_a_ ? 1 : 0],
-                    .k = a.sizes()[transpose_a_ ? 0 : 1],
-                    .n = b.sizes()[transpose_b_ ? 0 : 1],
-                    .transpose_a = transpose_a_,
-                    .transpose_b = transpose_b_,
-                    .alpha = static_cast<float>(alpha_)};
-    int64_t k_b = b.sizes()[transpose_b_ ? 1 : 0];
-    if (k_b != p.k) {
-      ctx.fail("inner dimensions differ: op(A) is [" + std::to_string(p.m) + "," + std::to_string(p.k) +
-               "], op(B) is [" + std::to_string(k_b) + "," + std::to_string(p.n) + "]");
-    }
+                    .m = sizes.m,
+                    .k = sizes.k,
+                    .n = sizes.n,
+                    .transpose_a = gemm_.transpose_a,
+                    .transpose_b = gemm_.transpose_b,
+                    .alpha = static_cast<float>(gemm_.alpha)};
     DType out_dtype = kernel_output_dtype(ctx, a.dtype());
     if (out_dtype != a.dtype()) {
       if (ctx.has_input(2)) ctx.fail("a wider output_dtype than the inputs' takes no C");
@@ -154,7 +145,7 @@ class GemmKernel final : public OpKernel {
     Tensor& out = ctx.allocate_output(0, out_dtype, {p.m, p.n},
                                       p.k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     run_matmul(matmul_, p, a.raw_data(), b.raw_data(), out.raw_data());
-    if (ctx.has_input(2) && beta_ != 0.0) add_scaled_c(ctx, ctx.input(2), out);
+    if (ctx.has_input(2) && gemm_.beta != 0.0) add_scaled_c(ctx, ctx.input(2), out);
   }
 
  private:
@@ -169,7 +160,7 @@ class GemmKernel final : public OpKernel {
       if constexpr (!std::is_same_v<T, bool>) {
         T* y = out.data<T>();
         const T* pc = c.data<T>();
-        const auto beta = static_cast<ComputeType<T>>(beta_);
+        const auto beta = static_cast<ComputeType<T>>(gemm_.beta);
         plan.for_each([&](int64_t offset, int64_t, int64_t c_offset, int64_t count) {
           for (int64_t i = 0; i < count; ++i) {
             y[offset + i] = store<T>(load(y[offset + i]) + beta * load(pc[c_offset + i * plan.inner_stride_b()]));
@@ -179,8 +170,7 @@ class GemmKernel final : public OpKernel {
     });
   }
 
-  double alpha_, beta_;
-  bool transpose_a_, transpose_b_;
+  GemmAttributes gemm_;
   DnnlMatmul matmul_;
 };
 

@@ -19,6 +19,7 @@
 #include "distributed/ps/geo_client.h"
 #include "distributed/ps/grpc_parameter_client.h"
 #include "distributed/ps/parameter_server.h"
+#include "tests/distributed/ps/in_process_servers.h"
 #include "tests/distributed/process_group.h"
 
 namespace weir::ps {
@@ -27,20 +28,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-struct Servers {
-  explicit Servers(int n) {
-    for (int s = 0; s < n; ++s) servers.push_back(std::make_unique<ParameterServer>(ParameterServerOptions{}));
-  }
-  std::vector<std::string> endpoints() const {
-    std::vector<std::string> list;
-    for (const auto& server : servers) list.push_back(server->endpoint());
-    return list;
-  }
-  std::shared_ptr<ParameterClient> client(int worker = 0) const {
-    return connect_parameter_servers({.endpoints = endpoints(), .worker = worker, .connect_timeout = 10s, .call_timeout = 20s});
-  }
-  std::vector<std::unique_ptr<ParameterServer>> servers;
-};
+using Servers = InProcessServers;
 
 ParameterTableConfig sparse_table(const std::string& name, int64_t width, TableInitializer init = {}) {
   ParameterTableConfig config;

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "distributed/ps/grpc_parameter_client.h"
 #include "distributed/ps/parameter_server.h"
+#include "tests/distributed/ps/in_process_servers.h"
 #include "distributed/ps/sparse_table.h"
 #include "tests/distributed/process_group.h"
 
@@ -23,20 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Servers {
-  explicit Servers(int n) {
-    for (int s = 0; s < n; ++s) servers.push_back(std::make_unique<ParameterServer>(ParameterServerOptions{}));
-  }
-  std::vector<std::string> endpoints() const {
-    std::vector<std::string> list;
-    for (const auto& server : servers) list.push_back(server->endpoint());
-    return list;
-  }
-  std::shared_ptr<ParameterClient> client(int worker = 0) const {
-    return connect_parameter_servers({.endpoints = endpoints(), .worker = worker, .connect_timeout = 10s, .call_timeout = 20s});
-  }
-  std::vector<std::unique_ptr<ParameterServer>> servers;
-};
+using Servers = InProcessServers;
 
 ParameterTableConfig sparse_table(int64_t width, TableRule rule, int sync_workers = 0) {
   ParameterTableConfig config;

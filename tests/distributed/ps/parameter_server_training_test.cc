@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "distributed/ps/grpc_parameter_client.h"
 #include "distributed/ps/parameter_server.h"
+#include "tests/distributed/ps/in_process_servers.h"
 #include "frontend/data/click_log.h"
 #include "frontend/data/skipgram.h"
 #include "frontend/optim/optimizer.h"
@@ -25,16 +26,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Job {
-  explicit Job(int count) {
-    for (int s = 0; s < count; ++s) servers.push_back(std::make_unique<ParameterServer>(ParameterServerOptions{}));
-  }
-  std::shared_ptr<ParameterClient> client(int worker) const {
-    std::vector<std::string> endpoints;
-    for (const auto& server : servers) endpoints.push_back(server->endpoint());
-    return connect_parameter_servers({.endpoints = endpoints, .worker = worker, .connect_timeout = 10s, .call_timeout = 30s});
-  }
-  std::vector<std::unique_ptr<ParameterServer>> servers;
+// The training tests' calls wait longer: a sync pull waits for the other worker.
+struct Job : InProcessServers {
+  explicit Job(int count) : InProcessServers(count) {}
+  std::shared_ptr<ParameterClient> client(int worker) const { return InProcessServers::client(worker, 30s); }
 };
 
 std::vector<Tensor> click_log(int64_t examples) {

@@ -28,6 +28,9 @@ packages=(
   libgloo-dev libgrpc++-dev protobuf-compiler-grpc
   # mpirun, a launcher graph-runner train runs under (tests/tools/multi_process_training_test.cc)
   openmpi-bin
+  # the Python package weir (python/): pybind11, Debian's Python headers
+  # and NumPy; pytest runs its tests
+  pybind11-dev python3-dev python3-numpy python3-pytest
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the sanitizer suite and fuzzing (.ci/run): clang with its sanitizer

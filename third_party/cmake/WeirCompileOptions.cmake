@@ -10,6 +10,12 @@ function(weir_set_options target)
     # GCC 12 reports false -Wrestrict positives inside std::string
     # concatenation at -O3 (GCC bug 105329); clang has no such warning.
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "SHARED_LIBRARY")
+    # Weir's headers need no export macro (every symbol has default
+    # visibility), so CMake's <target>_EXPORTS define is left out.
+    set_target_properties(${target} PROPERTIES DEFINE_SYMBOL "")
+  endif()
   if(WEIR_WERROR)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
   endif()

@@ -5,10 +5,9 @@
 
 #include "core/error.h"
 #include "core/model_io.h"
-#include "core/type_inference.h"
 #include "passes/pass_manager.h"
-#include "runtime/plan_file.h"
 #include "tools/graph-runner/model_loading.h"
+#include "tools/graph-runner/model_optimization.h"
 
 namespace weir::tools {
 
@@ -32,40 +31,20 @@ void optimize(const OptimizeArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "optimize needs MODEL and -o OUT (or --list-passes)");
   }
   std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
-  std::unique_ptr<Graph> graph = load_graph(args.model, *ops);
-  infer_graph_types(*graph, ops->ops);
-  const size_t before = graph->num_nodes();
-  auto pipeline = inference_pipeline(args.passes.opt_level, {args.passes.disabled.begin(), args.passes.disabled.end()});
   for (const std::string& name : args.print_after) make_pass(name);  // an unknown name is an error before running
-  pipeline->set_after_pass([&](const Pass& pass, const Graph& g, bool changed) {
-    std::fprintf(stderr, "pass %-34s %s, %zu nodes\n", pass.name().c_str(), changed ? "changed the graph" : "no change",
-                 g.num_nodes());
-    for (const std::string& name : args.print_after) {
-      if (name != pass.name()) continue;
-      Model shown;
-      shown.graph = g.clone();
-      std::printf("# graph after %s\n%s", name.c_str(), model_to_text(shown).c_str());
-    }
-  });
-  PassContext context(ops->ops, &ops->kernels);
-  try {
-    pipeline->run(*graph, context);
-  } catch (Error& e) {
-    throw e.with_file(args.model);
-  }
-  const std::filesystem::path out = args.output;
-  if (out.extension() == ".weirplan") {
-    CompileOptions options;
-    options.ops = &ops->ops;
-    options.kernels = &ops->kernels;
-    save_plan(*compile(*graph, options), out);
-  } else {
-    Model model;
-    model.graph = std::move(graph);
-    save_model(model, out);
-    graph = std::move(model.graph);
-  }
-  std::printf("optimized: %zu nodes -> %zu, written to %s\n", before, graph ? graph->num_nodes() : 0, out.string().c_str());
+  const OptimizedModel result =
+      optimize_model(args.model, args.output, *ops, args.passes, [&](const Pass& pass, const Graph& g, bool changed) {
+        std::fprintf(stderr, "pass %-34s %s, %zu nodes\n", pass.name().c_str(),
+                     changed ? "changed the graph" : "no change", g.num_nodes());
+        for (const std::string& name : args.print_after) {
+          if (name != pass.name()) continue;
+          Model shown;
+          shown.graph = g.clone();
+          std::printf("# graph after %s\n%s", name.c_str(), model_to_text(shown).c_str());
+        }
+      });
+  std::printf("optimized: %zu nodes -> %zu, written to %s\n", result.nodes_before, result.nodes_after,
+              args.output.c_str());
 }
 
 }  // namespace

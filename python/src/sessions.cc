@@ -1,0 +1,127 @@
+// weir.load(path) and weir.Session: run a model on NumPy arrays.
+//
+//   s = weir.load("resnet18.onnx", opt_level=3)
+//   out = s.run({"input": x})["output"]
+//
+// Feeds that are C-contiguous arrays of the input's dtype are read in
+// place and outputs are arrays over the session's result memory: no copies
+// on either side. The GIL is released while a model compiles and runs, so
+// other Python threads go on (and several may run one session at once).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <map>
+
+#include "core/error.h"
+#include "python/src/bindings.h"
+#include "python/src/graphs.h"
+#include "python/src/ndarray.h"
+#include "python/src/sessions.h"
+#include "runtime/device_support.h"
+
+namespace py = pybind11;
+
+namespace weir::python {
+
+namespace {
+
+std::vector<std::string> names(const std::vector<Value*>& values) {
+  std::vector<std::string> out;
+  for (const Value* v : values) out.push_back(v->name());
+  return out;
+}
+
+SessionOptions session_options(int inter_op_threads) {
+  SessionOptions options;
+  options.inter_op_threads = inter_op_threads;
+  return options;
+}
+
+std::shared_ptr<PythonSession> load(const std::filesystem::path& path, int opt_level,
+                                    const std::vector<std::string>& plugins, const std::string& device,
+                                    const std::vector<std::string>& disable_passes, int inter_op_threads) {
+  if (opt_level < 0 || opt_level > 3) {
+    throw Error(ErrorKind::kInvalidArgument, "opt_level must be 0 to 3, got " + std::to_string(opt_level));
+  }
+  auto s = std::make_shared<PythonSession>();
+  s->ops = op_set(plugins);
+  py::gil_scoped_release release;
+  s->plan = tools::load_runnable(path, *s->ops, {.opt_level = opt_level, .disabled = disable_passes, .device = device});
+  s->session = std::make_unique<Session>(s->plan, session_options(inter_op_threads));
+  return s;
+}
+
+std::shared_ptr<PythonSession> from_graph(const Graph& graph, int opt_level, const std::string& device,
+                                          int inter_op_threads) {
+  auto s = std::make_shared<PythonSession>();
+  s->ops = op_set({});
+  py::gil_scoped_release release;
+  CompileOptions options;
+  options.opt_level = opt_level;
+  options.default_device = Device::parse(device);
+  check_device_usable(options.default_device);
+  s->plan = compile(graph, options);
+  s->session = std::make_unique<Session>(s->plan, session_options(inter_op_threads));
+  return s;
+}
+
+py::dict run(PythonSession& s, const py::dict& feeds) {
+  std::map<std::string, Tensor> tensors;
+  for (const auto& [key, value] : feeds) {
+    const std::string name = py::str(key);
+    tensors.emplace(name, to_tensor(value, "feed '" + name + "'"));
+  }
+  std::vector<Tensor> outputs;
+  {
+    py::gil_scoped_release release;
+    outputs = s.session->run(tensors);
+  }
+  py::dict result;
+  const std::vector<Value*>& values = s.plan->graph().outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) result[py::str(values[i]->name())] = to_array(outputs[i]);
+  return result;
+}
+
+}  // namespace
+
+void bind_sessions(py::module_& m) {
+  py::class_<PythonSession, std::shared_ptr<PythonSession>>(m, "Session", R"doc(
+A compiled model, ready to run. Made by weir.load(path) or Session(graph).
+
+run({name: array}) feeds every graph input and returns {name: array} of
+the graph outputs. Inputs of the right dtype that are C-contiguous are read
+without a copy; outputs are arrays over Weir's memory (no copy).)doc")
+      .def(py::init(&from_graph), py::arg("graph"), py::arg("opt_level") = 0, py::arg("device") = "cpu",
+           py::arg("inter_op_threads") = 1,
+           "Compiles a graph; opt_level 0 keeps it as built (what a training step needs), 1-3 run the inference passes")
+      .def_property_readonly("input_names", [](const PythonSession& s) { return names(s.plan->graph().inputs()); })
+      .def_property_readonly("output_names", [](const PythonSession& s) { return names(s.plan->graph().outputs()); })
+      .def_property_readonly("inputs", [](const PythonSession& s) {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const Value* v : s.plan->graph().inputs()) out.emplace_back(v->name(), v->type().to_string());
+        return out;
+      }, "[(name, type)], e.g. ('input', 'f32[1,3,224,224]')")
+      .def_property_readonly("num_nodes", [](const PythonSession& s) { return s.plan->graph().num_nodes(); })
+      .def("run", &run, py::arg("feeds"))
+      .def("state_names", [](const PythonSession& s) { return names(s.plan->graph().persistents()); },
+           "The persistent values (parameters, optimizer state) by name")
+      .def("state", [](const PythonSession& s, const std::string& name) {
+        return to_array(s.session->state(name).clone());
+      }, py::arg("name"), "A copy of a persistent value")
+      .def("set_state", [](PythonSession& s, const std::string& name, const py::handle& value) {
+        s.session->set_state(name, to_owned_tensor(value, "state '" + name + "'"));
+      }, py::arg("name"), py::arg("value"))
+      .def("__repr__", [](const PythonSession& s) {
+        return "<weir.Session '" + s.plan->graph().name() + "': " + std::to_string(s.plan->graph().num_nodes()) +
+               " nodes>";
+      });
+
+  m.def("load", &load, py::arg("path"), py::arg("opt_level") = 3, py::arg("plugins") = std::vector<std::string>{},
+        py::arg("device") = "cpu", py::arg("disable_passes") = std::vector<std::string>{},
+        py::arg("inter_op_threads") = 1,
+        "Loads .weir, .weirtxt, .weirplan or .onnx (by extension), optimizes it at opt_level and compiles it");
+}
+
+}  // namespace weir::python

@@ -1,0 +1,43 @@
+#include "tools/graph-runner/model_optimization.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/model_io.h"
+#include "core/type_inference.h"
+#include "passes/pass_manager.h"
+#include "runtime/plan.h"
+#include "runtime/plan_file.h"
+
+namespace weir::tools {
+
+OptimizedModel optimize_model(const std::string& model, const std::string& output, const OpSet& ops,
+                              const ModelOptions& model_options,
+                              const std::function<void(const Pass&, const Graph&, bool changed)>& after_pass) {
+  std::unique_ptr<Graph> graph = load_graph(model, ops);
+  infer_graph_types(*graph, ops.ops);
+  OptimizedModel result{.nodes_before = graph->num_nodes()};
+  auto pipeline = inference_pipeline(model_options.opt_level, {model_options.disabled.begin(), model_options.disabled.end()});
+  if (after_pass) pipeline->set_after_pass(after_pass);
+  PassContext context(ops.ops, &ops.kernels);
+  try {
+    pipeline->run(*graph, context);
+  } catch (Error& e) {
+    throw e.with_file(model);
+  }
+  result.nodes_after = graph->num_nodes();
+  const std::filesystem::path out = output;
+  if (out.extension() == ".weirplan") {
+    CompileOptions options;
+    options.ops = &ops.ops;
+    options.kernels = &ops.kernels;
+    save_plan(*compile(*graph, options), out);
+  } else {
+    Model saved;
+    saved.graph = std::move(graph);
+    save_model(saved, out);
+  }
+  return result;
+}
+
+}  // namespace weir::tools

@@ -63,20 +63,11 @@ inline std::string device_test_name(const ::testing::TestParamInfo<Device>& info
 // `inputs` are fed (and so copied to the device), outputs come back to the host.
 inline std::vector<Tensor> run_node_on(const Device& device, const std::string& op_type, const std::vector<Tensor>& inputs,
                                        const std::map<std::string, Attribute>& attributes = {}, size_t num_outputs = 1) {
-  Graph g("one_" + op_type);
-  std::vector<Value*> values;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string name = "in" + std::to_string(i);
-    values.push_back(g.add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
-    feeds[name] = inputs[i];
-  }
-  Node* node = g.add_node(op_type, values, num_outputs, attributes, "op");
-  for (Value* output : node->outputs()) g.add_output(output);
+  SingleOpGraph single = single_op_graph(op_type, inputs, attributes, num_outputs);
   CompileOptions options;
   options.default_device = device;
-  Session session(compile(g, options));
-  return session.run(feeds);
+  Session session(compile(*single.graph, options));
+  return session.run(single.feeds);
 }
 
 // How far a result may be from the CPU's: |got - want| <= absolute +

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -18,9 +19,31 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace weir::testing {
+
+// The message of the weir::Error `fn` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The same, expecting the error to be of `kind`.
+inline std::string error_of(const std::function<void()>& fn, ErrorKind kind) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  return "(no error)";
+}
 
 // A fresh directory, removed with everything in it when the object dies.
 // Lives under $WEIR_TEST_TMPDIR (set by CTest to the build tree) or /tmp.

@@ -21,8 +21,9 @@ test -f "$prefix/lib/cmake/Weir/WeirConfig.cmake"
 test -x "$prefix/bin/graph-runner"
 
 echo "== downstream project with find_package(Weir)"
+ccache=$(command -v ccache || true)  # empty without ccache
 launcher=()
-if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if [ -n "$ccache" ]; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$ccache"); fi
 cmake -S "$source/examples/downstream" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}" > "$work/configure.log"
 cmake --build "$work/build" > "$work/build.log"
@@ -31,7 +32,7 @@ cmake --build "$work/build" > "$work/build.log"
 echo "== the same program with pkg-config's flags"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 # shellcheck disable=SC2046  # the flags are words
-${launcher:+ccache} c++ -O1 "$source/examples/downstream/downstream.cc" -o "$work/downstream-pkg-config" \
+$ccache c++ -O1 "$source/examples/downstream/downstream.cc" -o "$work/downstream-pkg-config" \
   $(pkg-config --cflags --libs weir)
 "$work/downstream-pkg-config" "$work/build/libsilu_gate.so"
 

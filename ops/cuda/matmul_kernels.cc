@@ -8,18 +8,13 @@
 #include "ops/cuda/elementwise_device.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/gemm_attributes.h"
+#include "ops/linalg/matmul_shapes.h"
 #include "ops/node_attributes.h"
 #include "ops/wide_output.h"
 
 namespace weir {
 
 namespace {
-
-int64_t product(const std::vector<int64_t>& sizes) {
-  int64_t count = 1;
-  for (int64_t size : sizes) count *= size;
-  return count;
-}
 
 // One row-major product C[m, n] = alpha * op(A)[m, k] * op(B)[k, n], `batch`
 // times, operand i of batch item j at pointer + j * stride (0: the same matrix).
@@ -70,49 +65,34 @@ class MatMulCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
-    if (a.rank() == 0 || b.rank() == 0) ctx.fail("inputs must have rank >= 1, got " + a.type_string() + " and " + b.type_string());
+    const MatmulShapes shapes = matmul_shapes(ctx, a, b);
     require_f32(ctx, a, b);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, a, "input 0");
     cuda::require_on_device(ctx, b, "input 1");
-    // Promote 1-D operands to matrices, as NumPy does.
-    std::vector<int64_t> as = a.sizes(), bs = b.sizes();
-    const bool a_vector = as.size() == 1, b_vector = bs.size() == 1;
-    if (a_vector) as.insert(as.begin(), 1);
-    if (b_vector) bs.push_back(1);
-    RowMajorGemm g{.m = as[as.size() - 2], .n = bs.back(), .k = as.back()};
-    if (bs[bs.size() - 2] != g.k) {
-      ctx.fail("inner dimensions differ: " + a.type_string() + " x " + b.type_string() + " (" + std::to_string(g.k) +
-               " vs " + std::to_string(bs[bs.size() - 2]) + ")");
-    }
-    std::vector<int64_t> a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
-    auto out_batch = broadcast_sizes(a_batch, b_batch);
-    if (!out_batch) ctx.fail("batch dimensions do not broadcast: " + a.type_string() + " x " + b.type_string());
-    std::vector<int64_t> out_sizes = *out_batch;
-    if (!a_vector) out_sizes.push_back(g.m);
-    if (!b_vector) out_sizes.push_back(g.n);
+    RowMajorGemm g{.m = shapes.m, .n = shapes.n, .k = shapes.k};
     // An empty inner dimension sums to zero: the only case the product does not overwrite.
-    Tensor& out = ctx.allocate_output(0, DType::kFloat32, out_sizes,
+    Tensor& out = ctx.allocate_output(0, DType::kFloat32, shapes.out_sizes,
                                       g.k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0 || g.k == 0) return;
 
     const auto* pa = static_cast<const float*>(a.raw_data());
     const auto* pb = static_cast<const float*>(b.raw_data());
     auto* pc = static_cast<float*>(out.raw_data());
-    const int64_t items = product(*out_batch);
-    if (product(b_batch) == 1) {
-      g.m *= product(a_batch);  // B is one matrix: fold A's batch into its rows, one large product
+    const int64_t items = sizes_product(shapes.out_batch);
+    const int64_t a_items = sizes_product(shapes.a_batch);
+    if (sizes_product(shapes.b_batch) == 1) {
+      g.m *= a_items;  // B is one matrix: fold A's batch into its rows, one large product
       run_gemm(ctx, g, pa, pb, pc, stream);
-    } else if ((product(a_batch) == items || product(a_batch) == 1) && product(b_batch) == items) {
+    } else if ((a_items == items || a_items == 1) && sizes_product(shapes.b_batch) == items) {
       g.batch = items;  // B batched, A batched alike or one matrix for all
-      g.stride_a = product(a_batch) == 1 ? 0 : g.m * g.k;
+      g.stride_a = a_items == 1 ? 0 : g.m * g.k;
       g.stride_b = g.k * g.n;
       g.stride_c = g.m * g.n;
       run_gemm(ctx, g, pa, pb, pc, stream);
     } else {
       // General broadcast of batch axes: one product per output batch item.
-      BroadcastPlan plan(*out_batch, a_batch, b_batch);
+      BroadcastPlan plan(shapes.out_batch, shapes.a_batch, shapes.b_batch);
       const int64_t a_step = g.m * g.k, b_step = g.k * g.n, c_step = g.m * g.n;
       plan.for_each([&](int64_t out_item, int64_t a_item, int64_t b_item, int64_t count) {
         for (int64_t i = 0; i < count; ++i) {

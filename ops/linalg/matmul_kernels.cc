@@ -8,17 +8,12 @@
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/dnnl_matmul.h"
 #include "ops/linalg/gemm_attributes.h"
+#include "ops/linalg/matmul_shapes.h"
 #include "ops/wide_output.h"
 
 namespace weir {
 
 namespace {
-
-int64_t product(const std::vector<int64_t>& sizes) {
-  int64_t count = 1;
-  for (int64_t size : sizes) count *= size;
-  return count;
-}
 
 // C[m, n] (+)= alpha * sum_k op(A)[m, k] * op(B)[k, n], accumulating in
 // f64 for floating types and i64 (wrapping on store) for integers.
@@ -72,40 +67,25 @@ class MatMulKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
-    if (a.rank() == 0 || b.rank() == 0) ctx.fail("inputs must have rank >= 1, got " + a.type_string() + " and " + b.type_string());
-    // Promote 1-D operands to matrices, as NumPy does.
-    std::vector<int64_t> as = a.sizes(), bs = b.sizes();
-    bool a_vector = as.size() == 1, b_vector = bs.size() == 1;
-    if (a_vector) as.insert(as.begin(), 1);
-    if (b_vector) bs.push_back(1);
-    MatmulProblem p{.dtype = a.dtype(), .m = as[as.size() - 2], .k = as.back(), .n = bs.back()};
-    if (bs[bs.size() - 2] != p.k) {
-      ctx.fail("inner dimensions differ: " + a.type_string() + " x " + b.type_string() + " (" +
-               std::to_string(p.k) + " vs " + std::to_string(bs[bs.size() - 2]) + ")");
-    }
-    std::vector<int64_t> a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
-    auto out_batch = broadcast_sizes(a_batch, b_batch);
-    if (!out_batch) ctx.fail("batch dimensions do not broadcast: " + a.type_string() + " x " + b.type_string());
-    std::vector<int64_t> out_sizes = *out_batch;
-    if (!a_vector) out_sizes.push_back(p.m);
-    if (!b_vector) out_sizes.push_back(p.n);
-    Tensor& out = ctx.allocate_output(0, a.dtype(), out_sizes);
+    const MatmulShapes shapes = matmul_shapes(ctx, a, b);
+    MatmulProblem p{.dtype = a.dtype(), .m = shapes.m, .k = shapes.k, .n = shapes.n};
+    Tensor& out = ctx.allocate_output(0, a.dtype(), shapes.out_sizes);
 
     const size_t element = dtype_size(a.dtype());
     const auto* pa = static_cast<const char*>(a.raw_data());
     const auto* pb = static_cast<const char*>(b.raw_data());
     auto* pc = static_cast<char*>(out.raw_data());
-    if (product(b_batch) == 1) {
+    const int64_t items = sizes_product(shapes.out_batch);
+    if (sizes_product(shapes.b_batch) == 1) {
       // B is one matrix: fold A's batch into its rows, one large product.
-      p.m *= product(a_batch);
+      p.m *= sizes_product(shapes.a_batch);
       run_matmul(matmul_, p, pa, pb, pc);
-    } else if (product(a_batch) == product(*out_batch) && product(b_batch) == product(*out_batch)) {
-      p.batch = product(*out_batch);  // same batch on both sides
+    } else if (sizes_product(shapes.a_batch) == items && sizes_product(shapes.b_batch) == items) {
+      p.batch = items;  // same batch on both sides
       run_matmul(matmul_, p, pa, pb, pc);
     } else {
       // General broadcast of batch axes: one product per output batch item.
-      BroadcastPlan plan(*out_batch, a_batch, b_batch);
+      BroadcastPlan plan(shapes.out_batch, shapes.a_batch, shapes.b_batch);
       const int64_t a_step = p.m * p.k, b_step = p.k * p.n, c_step = p.m * p.n;
       plan.for_each([&](int64_t out_item, int64_t a_item, int64_t b_item, int64_t count) {
         for (int64_t i = 0; i < count; ++i) {
@@ -188,9 +168,9 @@ class FusedMatMulKernel final : public OpKernel {
     if (a.rank() < 2 || b.rank() != 2 || a.dtype() != b.dtype() || (bias != nullptr && bias->dtype() != a.dtype())) {
       ctx.fail("needs A [..., M, K] and B [K, N] of one dtype, got " + a.type_string() + " and " + b.type_string());
     }
-    MatmulProblem p{.dtype = a.dtype(), .m = product(a.sizes()) / std::max<int64_t>(a.sizes().back(), 1),
+    MatmulProblem p{.dtype = a.dtype(), .m = sizes_product(a.sizes()) / std::max<int64_t>(a.sizes().back(), 1),
                     .k = a.sizes().back(), .n = b.sizes()[1]};
-    if (a.sizes().back() == 0) p.m = product(std::vector<int64_t>(a.sizes().begin(), a.sizes().end() - 1));
+    if (a.sizes().back() == 0) p.m = sizes_product(std::vector<int64_t>(a.sizes().begin(), a.sizes().end() - 1));
     if (b.sizes()[0] != p.k) ctx.fail("inner dimensions differ: " + a.type_string() + " x " + b.type_string());
     if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != p.n)) {
       ctx.fail("bias " + bias->type_string() + " must be [" + std::to_string(p.n) + "]");

@@ -16,6 +16,10 @@
 
 namespace weir {
 
+// Elements of a shape with symbolic dims counted as 1 (per example); 0
+// without a rank.
+int64_t per_example_elements(const Shape& shape);
+
 int64_t estimated_flops(const Node& node);
 int64_t estimated_flops(const Graph& graph);
 

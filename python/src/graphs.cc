@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "core/error.h"
 #include "core/model_io.h"
 #include "frontend/onnx/onnx_exporter.h"
 #include "python/src/bindings.h"
@@ -23,7 +24,11 @@ std::shared_ptr<tools::OpSet> op_set(const std::vector<std::string>& plugins) {
   return tools::make_op_set(plugins);
 }
 
-namespace {
+std::vector<std::string> value_names(const std::vector<Value*>& values) {
+  std::vector<std::string> names;
+  for (const Value* v : values) names.push_back(v->name());
+  return names;
+}
 
 std::vector<std::pair<std::string, std::string>> typed_names(const std::vector<Value*>& values) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -31,7 +36,13 @@ std::vector<std::pair<std::string, std::string>> typed_names(const std::vector<V
   return out;
 }
 
-}  // namespace
+tools::ModelOptions model_options(int opt_level, const std::vector<std::string>& disable_passes,
+                                  const std::string& device) {
+  if (opt_level < 0 || opt_level > 3) {
+    throw Error(ErrorKind::kInvalidArgument, "opt_level must be 0 to 3, got " + std::to_string(opt_level));
+  }
+  return {.opt_level = opt_level, .disabled = disable_passes, .device = device};
+}
 
 void bind_graphs(py::module_& m) {
   py::class_<Graph, GraphHandle>(m, "Graph", "A dataflow graph: a model, or a training step made of one")
@@ -40,16 +51,8 @@ void bind_graphs(py::module_& m) {
       .def_property_readonly("inputs", [](const Graph& g) { return typed_names(g.inputs()); },
                              "[(name, type)] of the graph inputs, e.g. ('x', 'f32[N,784]')")
       .def_property_readonly("outputs", [](const Graph& g) { return typed_names(g.outputs()); })
-      .def_property_readonly("input_names", [](const Graph& g) {
-        std::vector<std::string> names;
-        for (const Value* v : g.inputs()) names.push_back(v->name());
-        return names;
-      })
-      .def_property_readonly("output_names", [](const Graph& g) {
-        std::vector<std::string> names;
-        for (const Value* v : g.outputs()) names.push_back(v->name());
-        return names;
-      })
+      .def_property_readonly("input_names", [](const Graph& g) { return value_names(g.inputs()); })
+      .def_property_readonly("output_names", [](const Graph& g) { return value_names(g.outputs()); })
       .def("op_counts", [](const Graph& g) {
         std::map<std::string, int> counts;
         for (const Node* node : g.nodes()) ++counts[node->op_type()];

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph.h"
@@ -13,6 +14,14 @@ namespace weir::python {
 // Graphs are shared between Python objects (a builder's result, a training
 // step made from it), so they are held by shared_ptr.
 using GraphHandle = std::shared_ptr<Graph>;
+
+// Names of values, and (name, type) pairs such as ('x', 'f32[N,784]').
+std::vector<std::string> value_names(const std::vector<Value*>& values);
+std::vector<std::pair<std::string, std::string>> typed_names(const std::vector<Value*>& values);
+
+// graph-runner's model options; kInvalidArgument for an opt_level outside 0-3.
+tools::ModelOptions model_options(int opt_level, const std::vector<std::string>& disable_passes,
+                                  const std::string& device = "cpu");
 
 // The built-in ops and kernels plus each plugin's, shared by the sessions
 // made with them (a plugin's kernels must outlive every plan using them).

@@ -18,13 +18,6 @@ namespace weir::python {
 
 namespace {
 
-tools::ModelOptions model_options(int opt_level, const std::vector<std::string>& disable_passes) {
-  if (opt_level < 0 || opt_level > 3) {
-    throw Error(ErrorKind::kInvalidArgument, "opt_level must be 0 to 3, got " + std::to_string(opt_level));
-  }
-  return {.opt_level = opt_level, .disabled = disable_passes};
-}
-
 py::dict optimize(const std::string& model, const std::string& output, int opt_level,
                   const std::vector<std::string>& plugins, const std::vector<std::string>& disable_passes) {
   std::shared_ptr<tools::OpSet> ops = op_set(plugins);

@@ -18,7 +18,8 @@ namespace weir::python {
 
 // kInvalidArgument naming `what` for a dtype Weir does not have (object, complex, ...).
 DType dtype_of(const pybind11::dtype& dtype, const std::string& what);
-// NumPy's dtype for a Weir dtype given as a name ("float32", "f32", "int64", ...).
+// A dtype as Python code gives it: a Weir name ("f32", "float32", "bf16",
+// "i64", ...), or anything NumPy reads as a dtype (np.float32, "<f4").
 DType parse_python_dtype(const pybind11::handle& dtype);
 
 Tensor to_tensor(const pybind11::handle& object, const std::string& what);

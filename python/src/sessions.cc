@@ -27,12 +27,6 @@ namespace weir::python {
 
 namespace {
 
-std::vector<std::string> names(const std::vector<Value*>& values) {
-  std::vector<std::string> out;
-  for (const Value* v : values) out.push_back(v->name());
-  return out;
-}
-
 SessionOptions session_options(int inter_op_threads) {
   SessionOptions options;
   options.inter_op_threads = inter_op_threads;
@@ -42,13 +36,11 @@ SessionOptions session_options(int inter_op_threads) {
 std::shared_ptr<PythonSession> load(const std::filesystem::path& path, int opt_level,
                                     const std::vector<std::string>& plugins, const std::string& device,
                                     const std::vector<std::string>& disable_passes, int inter_op_threads) {
-  if (opt_level < 0 || opt_level > 3) {
-    throw Error(ErrorKind::kInvalidArgument, "opt_level must be 0 to 3, got " + std::to_string(opt_level));
-  }
+  const tools::ModelOptions options = model_options(opt_level, disable_passes, device);
   auto s = std::make_shared<PythonSession>();
   s->ops = op_set(plugins);
   py::gil_scoped_release release;
-  s->plan = tools::load_runnable(path, *s->ops, {.opt_level = opt_level, .disabled = disable_passes, .device = device});
+  s->plan = tools::load_runnable(path, *s->ops, options);
   s->session = std::make_unique<Session>(s->plan, session_options(inter_op_threads));
   return s;
 }
@@ -96,16 +88,13 @@ without a copy; outputs are arrays over Weir's memory (no copy).)doc")
       .def(py::init(&from_graph), py::arg("graph"), py::arg("opt_level") = 0, py::arg("device") = "cpu",
            py::arg("inter_op_threads") = 1,
            "Compiles a graph; opt_level 0 keeps it as built (what a training step needs), 1-3 run the inference passes")
-      .def_property_readonly("input_names", [](const PythonSession& s) { return names(s.plan->graph().inputs()); })
-      .def_property_readonly("output_names", [](const PythonSession& s) { return names(s.plan->graph().outputs()); })
-      .def_property_readonly("inputs", [](const PythonSession& s) {
-        std::vector<std::pair<std::string, std::string>> out;
-        for (const Value* v : s.plan->graph().inputs()) out.emplace_back(v->name(), v->type().to_string());
-        return out;
-      }, "[(name, type)], e.g. ('input', 'f32[1,3,224,224]')")
+      .def_property_readonly("input_names", [](const PythonSession& s) { return value_names(s.plan->graph().inputs()); })
+      .def_property_readonly("output_names", [](const PythonSession& s) { return value_names(s.plan->graph().outputs()); })
+      .def_property_readonly("inputs", [](const PythonSession& s) { return typed_names(s.plan->graph().inputs()); },
+                             "[(name, type)], e.g. ('input', 'f32[1,3,224,224]')")
       .def_property_readonly("num_nodes", [](const PythonSession& s) { return s.plan->graph().num_nodes(); })
       .def("run", &run, py::arg("feeds"))
-      .def("state_names", [](const PythonSession& s) { return names(s.plan->graph().persistents()); },
+      .def("state_names", [](const PythonSession& s) { return value_names(s.plan->graph().persistents()); },
            "The persistent values (parameters, optimizer state) by name")
       .def("state", [](const PythonSession& s, const std::string& name) {
         return to_array(s.session->state(name).clone());

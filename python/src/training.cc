@@ -42,7 +42,6 @@ struct TrainingStep {
 
 struct PythonTrainer {
   std::shared_ptr<const Plan> plan;
-  std::shared_ptr<World> world;
   std::unique_ptr<InProcessRanks> ranks;
   std::unique_ptr<Session> session;
   std::unique_ptr<DataLoader> loader;
@@ -93,7 +92,6 @@ std::unique_ptr<PythonTrainer> make_trainer(const TrainingStep& step, const py::
                                                  " (set strategy.data_parallel.ranks = world.size before minimize)");
   }
   py::gil_scoped_release release;
-  t->world = world;
   t->plan = compile(*step.graph);
   SessionOptions session_options;
   session_options.inter_op_threads = inter_op_threads;

@@ -53,7 +53,7 @@ def test_inspect_gives_graph_runners_figures_and_graphviz(model, graph_runner, t
     assert summary["ops"]["Conv"] == 1
     text = dot.read_text()
     assert text.startswith('digraph "small_convnet"')
-    assert '"n:conv' in text or "Conv" in text
+    assert '"n:Conv_0" [label="Conv\\nConv_0"]' in text
 
 
 def test_inspect_and_optimize_errors_name_the_file(tmp_path):

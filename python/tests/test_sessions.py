@@ -67,14 +67,14 @@ def test_non_contiguous_feeds_are_read_correctly(model_files, rng):
 def test_errors_raise_weir_error_with_weirs_message(model_files, tmp_path):
     with pytest.raises(weir.Error, match="no such model file") as missing:
         weir.load(str(tmp_path / "missing.onnx"))
-    assert missing.value.kind == "I/O error" or "missing.onnx" in str(missing.value)
+    assert missing.value.kind == "I/O error" and "missing.onnx" in str(missing.value)
     session = weir.load(str(model_files[".weir"]))
     with pytest.raises(weir.Error, match="feed 'x'") as shape:
         session.run({"x": np.zeros((1, 3, 7, 7), np.float32)})
     assert isinstance(shape.value, RuntimeError)
     with pytest.raises(weir.Error, match="'x'"):
         session.run({"x": np.zeros((1, 3, 8, 8), np.complex64)})
-    with pytest.raises(weir.Error, match="missing|not fed|x"):
+    with pytest.raises(weir.Error, match="graph input 'x' is not fed"):
         session.run({})
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage")

@@ -108,21 +108,33 @@ inline int64_t flatten(const std::vector<int64_t>& index, const std::vector<int6
   return flat;
 }
 
+// A graph of one `op_type` node whose inputs are graph inputs "in0", "in1",
+// ... fed `inputs`, and whose outputs are the graph's.
+struct SingleOpGraph {
+  std::unique_ptr<Graph> graph;
+  std::map<std::string, Tensor> feeds;
+};
+
+inline SingleOpGraph single_op_graph(const std::string& op_type, const std::vector<Tensor>& inputs,
+                                     std::map<std::string, Attribute> attributes, size_t num_outputs) {
+  SingleOpGraph single{std::make_unique<Graph>("one_" + op_type), {}};
+  std::vector<Value*> values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = "in" + std::to_string(i);
+    values.push_back(single.graph->add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
+    single.feeds[name] = inputs[i];
+  }
+  Node* node = single.graph->add_node(op_type, values, num_outputs, std::move(attributes), "op");
+  for (Value* output : node->outputs()) single.graph->add_output(output);
+  return single;
+}
+
 // Runs one `op_type` node on `inputs` through the kernel registry.
 inline std::vector<Tensor> run_op(const std::string& op_type, const std::vector<Tensor>& inputs,
                                   std::map<std::string, Attribute> attributes = {}, size_t num_outputs = 1) {
-  Graph g("single_op");
-  std::vector<Value*> values;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string name = "in" + std::to_string(i);
-    values.push_back(g.add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
-    feeds[name] = inputs[i];
-  }
-  Node* node = g.add_node(op_type, values, num_outputs, std::move(attributes), "op");
-  for (Value* output : node->outputs()) g.add_output(output);
-  infer_graph_types(g, default_op_registry());
-  return evaluate_graph(g, feeds);
+  SingleOpGraph single = single_op_graph(op_type, inputs, std::move(attributes), num_outputs);
+  infer_graph_types(*single.graph, default_op_registry());
+  return evaluate_graph(*single.graph, single.feeds);
 }
 
 // The message of the weir::Error that running `op_type` throws, or "no error".

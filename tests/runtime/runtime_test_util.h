@@ -18,16 +18,6 @@
 
 namespace weir::testing {
 
-// The message of the weir::Error `fn` throws, or "(no error)".
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 inline Tensor random_tensor(std::vector<int64_t> sizes, uint32_t seed, float scale = 1.0f) {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;

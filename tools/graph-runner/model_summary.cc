@@ -8,18 +8,6 @@
 
 namespace weir::tools {
 
-namespace {
-
-// Elements of a shape with symbolic dims counted as 1 (per example).
-int64_t elements(const Shape& shape) {
-  if (!shape.has_rank()) return 0;
-  int64_t n = 1;
-  for (const Dim& d : shape.dims()) n *= d.is_static() ? d.size() : 1;
-  return n;
-}
-
-}  // namespace
-
 ModelSummary summarize_model(std::shared_ptr<const Plan> plan, const OpSet& ops, int64_t batch) {
   const Graph& graph = plan->graph();
   ModelSummary s;
@@ -39,8 +27,8 @@ ModelSummary summarize_model(std::shared_ptr<const Plan> plan, const OpSet& ops,
             [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
 
   for (const Value* v : graph.persistents()) {
-    s.parameters += elements(v->shape());
-    s.parameter_bytes += elements(v->shape()) * static_cast<int64_t>(dtype_size(v->dtype()));
+    s.parameters += per_example_elements(v->shape());
+    s.parameter_bytes += per_example_elements(v->shape()) * static_cast<int64_t>(dtype_size(v->dtype()));
   }
   for (const Value* v : graph.constants()) {
     s.constants += v->data().num_elements();

@@ -20,6 +20,7 @@
 #include "distributed/ps/grpc_parameter_client.h"
 #include "distributed/ps/parameter_server.h"
 #include "tests/distributed/ps/in_process_servers.h"
+#include "tests/test_util.h"
 #include "tests/distributed/process_group.h"
 
 namespace weir::ps {
@@ -53,15 +54,7 @@ std::shared_ptr<AsyncCommunicator> communicator(std::shared_ptr<ParameterClient>
   return std::dynamic_pointer_cast<AsyncCommunicator>(make_async_communicator(std::move(remote), options));
 }
 
-std::string error_of(const std::function<void()>& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  return "(no error)";
-}
+using weir::testing::error_of;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 

@@ -16,6 +16,7 @@
 #include "distributed/ps/grpc_parameter_client.h"
 #include "distributed/ps/parameter_server.h"
 #include "tests/distributed/ps/in_process_servers.h"
+#include "tests/test_util.h"
 #include "distributed/ps/sparse_table.h"
 #include "tests/distributed/process_group.h"
 
@@ -38,15 +39,7 @@ ParameterTableConfig sparse_table(int64_t width, TableRule rule, int sync_worker
   return config;
 }
 
-std::string error_of(const std::function<void()>& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  return "(no error)";
-}
+using weir::testing::error_of;
 
 TEST(ParameterServer, SparseRowsAreRoutedToTheirShardsServersAndMatchOneTable) {
   Servers servers(2);

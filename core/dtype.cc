@@ -10,12 +10,15 @@ namespace weir {
 size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::kFloat64:
-    case DType::kInt64: return 8;
+    case DType::kInt64:
+    case DType::kUInt64: return 8;
     case DType::kFloat32:
-    case DType::kInt32: return 4;
+    case DType::kInt32:
+    case DType::kUInt32: return 4;
     case DType::kFloat16:
     case DType::kBFloat16:
-    case DType::kInt16: return 2;
+    case DType::kInt16:
+    case DType::kUInt16: return 2;
     case DType::kInt8:
     case DType::kUInt8:
     case DType::kBool: return 1;
@@ -35,6 +38,9 @@ std::string_view dtype_name(DType dtype) {
     case DType::kInt16: return "i16";
     case DType::kInt32: return "i32";
     case DType::kInt64: return "i64";
+    case DType::kUInt16: return "u16";
+    case DType::kUInt32: return "u32";
+    case DType::kUInt64: return "u64";
     case DType::kBool: return "bool";
     case DType::kUndefined: return "undefined";
   }
@@ -56,6 +62,9 @@ std::optional<DType> find_dtype(std::string_view name) {
       {"i16", DType::kInt16},     {"int16", DType::kInt16},
       {"i32", DType::kInt32},     {"int32", DType::kInt32},
       {"i64", DType::kInt64},     {"int64", DType::kInt64},
+      {"u16", DType::kUInt16},    {"uint16", DType::kUInt16},
+      {"u32", DType::kUInt32},    {"uint32", DType::kUInt32},
+      {"u64", DType::kUInt64},    {"uint64", DType::kUInt64},
       {"bool", DType::kBool},
   };
   for (const Alias& alias : kAliases) {
@@ -68,7 +77,7 @@ DType parse_dtype(std::string_view name) {
   if (std::optional<DType> dtype = find_dtype(name)) return *dtype;
   throw Error(ErrorKind::kInvalidArgument,
               "unknown dtype '" + std::string(name) +
-                  "' (expected one of f32, f64, f16, bf16, i8, u8, i16, i32, i64, bool)");
+                  "' (expected one of f32, f64, f16, bf16, i8, u8, i16, i32, i64, u16, u32, u64, bool)");
 }
 
 bool is_valid_dtype(int32_t code) {
@@ -85,7 +94,8 @@ bool is_floating(DType dtype) {
 
 bool is_integer(DType dtype) {
   return dtype == DType::kInt8 || dtype == DType::kUInt8 || dtype == DType::kInt16 ||
-         dtype == DType::kInt32 || dtype == DType::kInt64;
+         dtype == DType::kInt32 || dtype == DType::kInt64 || dtype == DType::kUInt16 ||
+         dtype == DType::kUInt32 || dtype == DType::kUInt64;
 }
 
 bool is_signed(DType dtype) {

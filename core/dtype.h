@@ -22,23 +22,27 @@ enum class DType : int32_t {
   kFloat32 = 1,
   kUInt8 = 2,
   kInt8 = 3,
+  kUInt16 = 4,
   kInt16 = 5,
   kInt32 = 6,
   kInt64 = 7,
   kBool = 9,
   kFloat16 = 10,
   kFloat64 = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
   kBFloat16 = 16,
 };
 
 // All defined dtypes, for tests and for iterating over type constraints.
 inline constexpr DType kAllDTypes[] = {
     DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
-    DType::kUInt8,   DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kBool};
+    DType::kUInt8,   DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kBool,
+    DType::kUInt16,  DType::kUInt32,  DType::kUInt64};
 
 // Size of one element in bytes; 0 for kUndefined.
 size_t dtype_size(DType dtype);
-// Short name: f32, f64, f16, bf16, i8, u8, i16, i32, i64, bool ("undefined").
+// Short name: f32, f64, f16, bf16, i8, u8, i16, i32, i64, u16, u32, u64, bool ("undefined").
 std::string_view dtype_name(DType dtype);
 // Inverse of dtype_name; also accepts ONNX-style names (float, float16, int64...)
 // and Paddle's fp32 and fp16.

@@ -13,6 +13,8 @@ namespace {
 
 void type_to_proto(const TensorType& type, proto::TensorType* message) {
   message->set_dtype(static_cast<int32_t>(type.dtype));
+  message->set_sequence(type.sequence);
+  message->set_optional(type.optional);
   proto::Shape* shape = message->mutable_shape();
   if (!type.shape.has_rank()) {
     shape->set_unknown_rank(true);
@@ -78,6 +80,8 @@ TensorType type_from_proto(const proto::TensorType& message, const std::string& 
     throw Error(ErrorKind::kFormat, what + " has unknown dtype code " + std::to_string(message.dtype()));
   }
   type.dtype = static_cast<DType>(message.dtype());
+  type.sequence = message.sequence();
+  type.optional = message.optional();
   const proto::Shape& shape = message.shape();
   if (shape.unknown_rank()) {
     if (shape.dim_size() != 0) {

@@ -128,6 +128,12 @@ Tensor Tensor::slice(int64_t begin, int64_t end) const {
 
 Tensor Tensor::clone(Allocator& allocator) const {
   if (!defined()) return Tensor();
+  if (is_none()) return *this;
+  if (is_sequence()) {
+    std::vector<Tensor> copies;
+    for (const Tensor& element : *elements_) copies.push_back(element.clone(allocator));
+    return sequence(dtype_, std::move(copies));
+  }
   if (device().type != DeviceType::kCpu || allocator.device().type != DeviceType::kCpu) {
     throw Error(ErrorKind::kUnsupported, "Tensor::clone copies host tensors only");
   }
@@ -138,12 +144,82 @@ Tensor Tensor::clone(Allocator& allocator) const {
 
 bool Tensor::bitwise_equal(const Tensor& other) const {
   if (dtype_ != other.dtype_ || sizes_ != other.sizes_) return false;
+  if (is_none() || other.is_none()) return none_ == other.none_;
+  if (is_sequence() || other.is_sequence()) {
+    if (!is_sequence() || !other.is_sequence() || elements_->size() != other.elements_->size()) return false;
+    for (size_t i = 0; i < elements_->size(); ++i) {
+      if (!(*elements_)[i].bitwise_equal((*other.elements_)[i])) return false;
+    }
+    return true;
+  }
   if (nbytes() == 0) return true;
   return std::memcmp(raw_data(), other.raw_data(), nbytes()) == 0;
 }
 
 std::string Tensor::type_string() const {
+  if (is_sequence()) {
+    return "seq(" + std::string(dtype_name(dtype_)) + ")[" + std::to_string(elements_->size()) + " elements]";
+  }
+  if (is_none()) return std::string(none_ == kNoneSequence ? "none(seq(" : "none(") + std::string(dtype_name(dtype_)) +
+                        (none_ == kNoneSequence ? "))" : ")");
   return std::string(dtype_name(dtype_)) + format_sizes(sizes_);
+}
+
+Tensor Tensor::sequence(DType dtype, std::vector<Tensor> elements) {
+  if (dtype == DType::kUndefined) throw Error(ErrorKind::kInvalidArgument, "a sequence cannot have undefined dtype");
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i].dtype() != dtype || elements[i].is_sequence() || elements[i].is_none()) {
+      throw Error(ErrorKind::kInvalidArgument, "element " + std::to_string(i) + " of a sequence of " +
+                                                   std::string(dtype_name(dtype)) + " is " + elements[i].type_string());
+    }
+  }
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.sizes_ = {0};
+  tensor.elements_ = std::make_shared<const std::vector<Tensor>>(std::move(elements));
+  return tensor;
+}
+
+const std::vector<Tensor>& Tensor::elements() const {
+  if (!is_sequence()) throw Error(ErrorKind::kInvalidArgument, type_string() + " is not a sequence");
+  return *elements_;
+}
+
+Tensor Tensor::none(DType dtype, bool sequence) {
+  if (dtype == DType::kUndefined) throw Error(ErrorKind::kInvalidArgument, "an optional cannot have undefined dtype");
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.sizes_ = {0};
+  tensor.none_ = sequence ? kNoneSequence : kNoneTensor;
+  return tensor;
+}
+
+TensorType Tensor::type() const {
+  TensorType type{dtype_, Shape::from_sizes(sizes_)};
+  if (is_none()) {
+    type.shape = Shape::unknown_rank();
+    type.optional = true;
+    type.sequence = none_ == kNoneSequence;
+  } else if (is_sequence()) {
+    type.sequence = true;
+    type.shape = Shape::unknown_rank();
+    if (!elements_->empty()) {
+      const std::vector<int64_t>& first = elements_->front().sizes();
+      std::vector<Dim> dims(first.begin(), first.end());
+      bool same_rank = true;
+      for (const Tensor& element : *elements_) {
+        if (element.sizes().size() != first.size()) {
+          same_rank = false;
+          break;
+        }
+        for (size_t axis = 0; axis < first.size(); ++axis) {
+          if (element.sizes()[axis] != first[axis]) dims[axis] = Dim::symbol("?");
+        }
+      }
+      if (same_rank) type.shape = Shape(std::move(dims));
+    }
+  }
+  return type;
 }
 
 void check_dtype_matches(DType actual, DType requested) {

@@ -29,6 +29,7 @@
 #include "core/dtype.h"
 #include "core/half.h"
 #include "core/shape.h"
+#include "core/tensor_type.h"
 
 namespace weir {
 
@@ -43,6 +44,9 @@ template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kUIn
 template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::kInt16; };
 template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
 template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
+template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::kUInt16; };
+template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::kUInt32; };
+template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::kUInt64; };
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
 
 // A block of bytes on one device. Owned storage returns its memory to the
@@ -85,6 +89,20 @@ class Tensor {
   template <typename T>
   static Tensor scalar(T value) { return from_vector<T>({value}, {}); }
 
+  // ONNX's sequence and optional values travel in a Tensor handle, so that
+  // kernels, evaluators and executors pass them like any value. A sequence
+  // holds tensors of one dtype (its dtype()); it has no bytes of its own
+  // (sizes() is {0}, num_elements() 0). Its elements own their memory.
+  static Tensor sequence(DType dtype, std::vector<Tensor> elements);
+  bool is_sequence() const { return elements_ != nullptr; }
+  const std::vector<Tensor>& elements() const;  // throws unless is_sequence()
+  // An optional without a value, of a tensor or (`sequence`) a sequence.
+  static Tensor none(DType dtype, bool sequence);
+  bool is_none() const { return none_ != kNotNone; }
+  // The type of this value: dtype and sizes; for a sequence, the elements'
+  // sizes where they agree (symbolic where not, unknown rank if ranks differ).
+  TensorType type() const;
+
   bool defined() const { return storage_ != nullptr || dtype_ != DType::kUndefined; }
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& sizes() const { return sizes_; }
@@ -108,7 +126,7 @@ class Tensor {
   Tensor clone(Allocator& allocator = cpu_allocator()) const;
   // Same dtype, sizes and bytes (host tensors only).
   bool bitwise_equal(const Tensor& other) const;
-  std::string type_string() const;  // "f32[2,3]"
+  std::string type_string() const;  // "f32[2,3]", "seq(f32)[3 elements]", "none(f32)"
 
  private:
   // dtype, sizes and element count, checked; no storage yet.
@@ -119,6 +137,8 @@ class Tensor {
   int64_t num_elements_ = 0;
   std::shared_ptr<Storage> storage_;
   size_t byte_offset_ = 0;
+  std::shared_ptr<const std::vector<Tensor>> elements_;  // set for a sequence
+  enum : uint8_t { kNotNone, kNoneTensor, kNoneSequence } none_ = kNotNone;
 };
 
 void check_dtype_matches(DType actual, DType requested);

@@ -3,6 +3,12 @@
 namespace weir {
 
 bool types_compatible(const TensorType& declared, const TensorType& inferred) {
+  // A tensor and a sequence never stand for each other; an optional
+  // declaration accepts a present value, and an absent one only where declared.
+  const bool declared_unknown = declared.dtype == DType::kUndefined && !declared.shape.has_rank() && declared.is_tensor();
+  if (declared_unknown) return true;
+  if (declared.sequence != inferred.sequence) return false;
+  if (inferred.optional && !declared.optional) return false;
   if (declared.dtype != DType::kUndefined && inferred.dtype != DType::kUndefined &&
       declared.dtype != inferred.dtype) {
     return false;

@@ -44,7 +44,7 @@ class GraphVerifier {
 
   void check_constant(const Value* value) const {
     const Tensor& data = value->data();
-    TensorType actual{data.dtype(), data.shape()};
+    TensorType actual = data.type();
     if (!data.defined() || !(actual == value->type())) {
       fail_graph("constant '" + value->name() + "' is declared " + value->type().to_string() +
                  " but holds " + (data.defined() ? actual.to_string() : std::string("no tensor")));
@@ -53,7 +53,7 @@ class GraphVerifier {
 
   void check_persistent(const Value* value) const {
     const Tensor& data = value->data();
-    if (data.defined() && !types_compatible(value->type(), {data.dtype(), data.shape()})) {
+    if (data.defined() && !types_compatible(value->type(), data.type())) {
       fail_graph("persistent value '" + value->name() + "' is declared " +
                  value->type().to_string() + " but its initial tensor is " + data.type_string());
     }

@@ -49,6 +49,9 @@ decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
     case DType::kInt16: return fn.template operator()<int16_t>();
     case DType::kInt32: return fn.template operator()<int32_t>();
     case DType::kInt64: return fn.template operator()<int64_t>();
+    case DType::kUInt16: return fn.template operator()<uint16_t>();
+    case DType::kUInt32: return fn.template operator()<uint32_t>();
+    case DType::kUInt64: return fn.template operator()<uint64_t>();
     case DType::kBool: return fn.template operator()<bool>();
     case DType::kUndefined: break;
   }

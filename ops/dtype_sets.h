@@ -15,6 +15,6 @@ inline const std::vector<DType> kFloatDTypes = {DType::kFloat32, DType::kFloat64
 // Every type with arithmetic: the floats and the integers, not bool.
 inline const std::vector<DType> kNumericDTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
                                                   DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                                  DType::kInt64};
+                                                  DType::kInt64,   DType::kUInt16,  DType::kUInt32,  DType::kUInt64};
 
 }  // namespace weir

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
+#include "ops/subgraph_runner.h"
 
 namespace weir {
 
@@ -11,7 +12,6 @@ std::unordered_map<const Value*, Tensor> evaluate_all_values(const Graph& graph,
                                                              const EvaluateOptions& options) {
   const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : default_kernel_registry();
   Allocator& allocator = options.allocator != nullptr ? *options.allocator : cpu_allocator();
-  std::unordered_map<const Value*, Tensor> values;
 
   for (const auto& [name, tensor] : feeds) {
     const Value* value = graph.find_value(name);
@@ -19,6 +19,7 @@ std::unordered_map<const Value*, Tensor> evaluate_all_values(const Graph& graph,
       throw Error(ErrorKind::kInvalidArgument, "graph '" + graph.name() + "' has no input named '" + name + "'");
     }
   }
+  std::vector<Tensor> inputs;
   for (const Value* input : graph.inputs()) {
     auto fed = feeds.find(input->name());
     if (fed == feeds.end()) {
@@ -26,41 +27,20 @@ std::unordered_map<const Value*, Tensor> evaluate_all_values(const Graph& graph,
                                                    ") was not fed");
     }
     const Tensor& tensor = fed->second;
-    if (!types_compatible(input->type(), {tensor.dtype(), tensor.shape()})) {
+    if (!types_compatible(input->type(), tensor.type())) {
       throw Error(ErrorKind::kInvalidArgument, "graph input '" + input->name() + "' expects " +
                                                    input->type().to_string() + ", got " + tensor.type_string());
     }
-    values[input] = tensor;
+    inputs.push_back(tensor);
   }
-  for (const Value* constant : graph.constants()) values[constant] = constant->data();
   for (const Value* persistent : graph.persistents()) {
     if (!persistent->data().defined()) {
       throw Error(ErrorKind::kInvalidArgument, "persistent value '" + persistent->name() + "' has no value to read");
     }
-    values[persistent] = persistent->data();
   }
-
-  for (const Node* node : graph.topological_order()) {
-    std::vector<Tensor> inputs;
-    inputs.reserve(node->num_inputs());
-    for (const Value* input : node->inputs()) inputs.push_back(input != nullptr ? values.at(input) : Tensor());
-    KernelContext ctx(*node, std::move(inputs), allocator);
-    kernels.create(*node, DeviceType::kCpu)->compute(ctx);
-    for (size_t i = 0; i < node->num_outputs(); ++i) {
-      const Tensor& result = ctx.output(i);
-      const Value* output = node->output(i);
-      if (!result.defined()) {
-        throw Error(ErrorKind::kInternal, "kernel left output " + std::to_string(i) + " unset").with_node(node->name());
-      }
-      if (!types_compatible(output->type(), {result.dtype(), result.shape()})) {
-        throw Error(ErrorKind::kInternal, "kernel produced " + result.type_string() + " for output '" +
-                                              output->name() + "', declared " + output->type().to_string())
-            .with_node(node->name());
-      }
-      values[output] = result;
-    }
-  }
-  return values;
+  // The graph outlives this call: the runner borrows it.
+  SubgraphRunner runner(std::shared_ptr<const Graph>(std::shared_ptr<const Graph>(), &graph), kernels);
+  return runner.run_all(std::move(inputs), allocator);
 }
 
 std::vector<Tensor> evaluate_graph(const Graph& graph, const std::map<std::string, Tensor>& feeds,

@@ -67,6 +67,8 @@ namespace {
 
 const char* device_label(DeviceType device) { return device == DeviceType::kCpu ? "CPU" : "CUDA"; }
 
+thread_local const KernelRegistry* creating_registry = nullptr;
+
 }  // namespace
 
 void KernelRegistry::add(const KernelOp& op, DeviceType device, const std::vector<DType>& dtypes,
@@ -95,8 +97,15 @@ std::unique_ptr<OpKernel> KernelRegistry::create(const Node& node, DeviceType de
                                              " with " + std::string(dtype_name(dtype)) + " inputs")
         .with_node(node.name());
   }
+  struct Creating {
+    const KernelRegistry* previous = creating_registry;
+    explicit Creating(const KernelRegistry* registry) { creating_registry = registry; }
+    ~Creating() { creating_registry = previous; }
+  } scope(this);
   return (*factory)(node);
 }
+
+const KernelRegistry* KernelRegistry::creating() { return creating_registry; }
 
 DType kernel_dtype(const Node& node) {
   for (const Value* input : node.inputs()) {

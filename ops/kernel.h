@@ -163,6 +163,10 @@ class KernelRegistry {
   // is registered.
   std::unique_ptr<OpKernel> create(const Node& node, DeviceType device) const;
   size_t size() const { return factories_.size(); }
+  // The registry whose create() is running on this thread, else nullptr: a
+  // kernel that creates its sub-graphs' kernels (If, Loop, Scan) creates
+  // them from the registry it came from.
+  static const KernelRegistry* creating();
 
  private:
   std::map<std::tuple<std::string, std::string, DeviceType, DType>, KernelFactory> factories_;

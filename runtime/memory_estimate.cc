@@ -15,7 +15,7 @@ namespace {
 
 int64_t bytes_of(const Value* value) {
   const TensorType& type = value->type();
-  if (type.dtype == DType::kUndefined || !type.shape.is_static()) return 0;
+  if (type.dtype == DType::kUndefined || !type.shape.is_static() || !type.is_tensor()) return 0;
   return type.shape.num_elements() * static_cast<int64_t>(dtype_size(type.dtype));
 }
 

@@ -15,10 +15,12 @@ int64_t align_up(int64_t bytes) {
   return (bytes + a - 1) / a * a;
 }
 
-// The byte size of a value, or -1 when a dim is symbolic and unbound.
+// The byte size of a value, or -1 when a dim is symbolic and unbound, or for
+// a sequence or optional value (its kernel makes it; its elements own their
+// memory).
 int64_t static_bytes(const Value* value, const SymbolBindings* bindings) {
   const TensorType& type = value->type();
-  if (type.dtype == DType::kUndefined || !type.shape.has_rank()) return -1;
+  if (type.dtype == DType::kUndefined || !type.shape.has_rank() || !type.is_tensor()) return -1;
   int64_t elements = 1;
   for (const Dim& dim : type.shape.dims()) {
     int64_t size = -1;

@@ -95,6 +95,10 @@ class PlanWriter {
   }
 
   flatbuffers::Offset<fbs::TensorType> write_type(const TensorType& type) {
+    if (!type.is_tensor()) {
+      throw Error(ErrorKind::kUnsupported, "plan files hold tensor values only, not " + type.to_string() +
+                                               "; save the model as .weir instead");
+    }
     std::vector<flatbuffers::Offset<fbs::Dim>> dims;
     if (type.shape.has_rank()) {
       for (const Dim& dim : type.shape.dims()) {

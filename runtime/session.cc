@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/error.h"
+#include "core/type_inference.h"
 #include "runtime/collective_check.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/device_support.h"
@@ -70,18 +71,9 @@ Error located(std::exception_ptr error, const Node& node, const Device& device, 
 
 void check_feed(const Value& input, const Tensor& tensor) {
   if (!tensor.defined()) throw Error(ErrorKind::kInvalidArgument, "feed '" + input.name() + "' is an undefined tensor");
-  const TensorType& type = input.type();
-  bool dtype_ok = type.dtype == DType::kUndefined || type.dtype == tensor.dtype();
-  bool shape_ok = !type.shape.has_rank() || type.shape.rank() == tensor.rank();
-  if (shape_ok && type.shape.has_rank()) {
-    for (int64_t axis = 0; axis < tensor.rank(); ++axis) {
-      const Dim& dim = type.shape[static_cast<size_t>(axis)];
-      if (dim.is_static() && dim.size() != tensor.sizes()[static_cast<size_t>(axis)]) shape_ok = false;
-    }
-  }
-  if (!dtype_ok || !shape_ok) {
+  if (!types_compatible(input.type(), tensor.type())) {
     throw Error(ErrorKind::kShape, "feed '" + input.name() + "' is " + tensor.type_string() + ", but the graph input is " +
-                                       type.to_string());
+                                       input.type().to_string());
   }
 }
 
@@ -643,6 +635,7 @@ Backend& Session::backend_holding(const Tensor& tensor) const {
 
 Tensor Session::copy_into(Backend& backend, const Tensor& source, const std::string& what) const {
   if (!source.defined()) return source;
+  if (source.is_sequence() || source.is_none()) return host_container(backend, source, what);
   const Device& from = source.device();
   if (from.type != DeviceType::kCpu && from != backend.device()) {
     throw Error(ErrorKind::kInvalidArgument, what + " is on " + from.to_string() + ", but it is read on " +
@@ -657,12 +650,23 @@ Tensor Session::copy_into(Backend& backend, const Tensor& source, const std::str
 }
 
 Tensor Session::copy_to_host(Backend& backend, const Tensor& source, const std::string& what) const {
+  if (source.is_sequence() || source.is_none()) return host_container(backend, source, what);
   Tensor host = Tensor::uninitialized(source.dtype(), source.sizes());
   if (host.nbytes() > 0) {
     backend.copy(source, host, backend.stream({StreamKind::kCopy, 0}))
         ->synchronize(options_.step_timeout, "copying " + what + " from " + backend.device().to_string());
   }
   return host;
+}
+
+// Sequences and absent optionals live on the host (their elements own host
+// memory); they pass between host-memory backends as they are.
+Tensor Session::host_container(Backend& backend, const Tensor& source, const std::string& what) const {
+  if (backend.device().type != DeviceType::kCpu) {
+    throw Error(ErrorKind::kUnsupported, what + " is " + source.type_string() + "; sequence and optional values run on " +
+                                             "the CPU only, not on " + backend.device().to_string());
+  }
+  return source;
 }
 
 Tensor Session::resident(Backend& backend, const Tensor& tensor, const std::string& what) const {

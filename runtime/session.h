@@ -187,6 +187,8 @@ class Session {
   // `tensor` as `backend` reads it: itself when it already lives in memory
   // of that device type (virtual CPU devices share the host's), else a copy.
   Tensor resident(Backend& backend, const Tensor& tensor, const std::string& what) const;
+  // A sequence or absent optional, which lives on the host, for `backend`.
+  Tensor host_container(Backend& backend, const Tensor& source, const std::string& what) const;
 
   std::shared_ptr<const Plan> plan_;
   SessionOptions options_;

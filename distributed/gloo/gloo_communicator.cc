@@ -125,6 +125,9 @@ ReduceFn reduction_for(DType dtype, ReduceOp op) {
     case DType::kInt16: return native_reduction<int16_t>(op);
     case DType::kInt8: return native_reduction<int8_t>(op);
     case DType::kUInt8: return native_reduction<uint8_t>(op);
+    case DType::kUInt16: return native_reduction<uint16_t>(op);
+    case DType::kUInt32: return native_reduction<uint32_t>(op);
+    case DType::kUInt64: return native_reduction<uint64_t>(op);
     case DType::kFloat16: return half_reduction<Float16>(op);
     case DType::kBFloat16: return half_reduction<BFloat16>(op);
     default:

@@ -26,6 +26,9 @@ const char* descr_of(DType dtype) {
     case DType::kInt16: return "<i2";
     case DType::kInt32: return "<i4";
     case DType::kInt64: return "<i8";
+    case DType::kUInt16: return "<u2";
+    case DType::kUInt32: return "<u4";
+    case DType::kUInt64: return "<u8";
     case DType::kFloat16: return "<f2";
     case DType::kFloat32: return "<f4";
     case DType::kFloat64: return "<f8";

@@ -8,6 +8,9 @@
 // schemas; onnx_node_adapters.h rewrites the nodes whose inputs or
 // attributes moved between ONNX opset versions. Initializers and Constant
 // nodes become graph constants; dim_param dims become symbolic dims.
+// Sub-graphs (If, Loop, Scan) are imported recursively; an outer-scope
+// value a sub-graph reads becomes an explicit last input of the sub-graph
+// and of its node (ops/control/control_flow.h).
 //
 // Errors:
 //  - unreadable or malformed files: weir::Error(kIo / kFormat) naming the file

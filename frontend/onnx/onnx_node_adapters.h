@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ struct OnnxNodeDraft {
   int64_t opset = 0;            // the model's opset version for `domain`
   std::vector<Value*> inputs;   // nullptr for an absent optional input
   std::map<std::string, Attribute> attributes;
+  // Set by an adapter whose rewrite needs nodes after the op (a Reshape back
+  // to the input's shape, a Cast back to the input's type). Called with the
+  // op's node once its output types are inferred; adds those nodes (with
+  // their types) and returns the values that stand for the ONNX node's
+  // outputs, one per output of the op.
+  std::function<std::vector<Value*>(Node& op, Graph& graph)> epilogue;
 };
 
 // Rewrites `draft` in place (possibly adding constants to `graph`). Returns

@@ -9,6 +9,7 @@
 #include "core/half.h"
 #include "core/proto/weir.pb.h"
 #include "core/shape.h"
+#include "onnx/onnx-data_pb.h"
 
 namespace weir {
 namespace {
@@ -25,6 +26,8 @@ const char* typed_field_name(DType dtype) {
     case DType::kFloat32: return "float_data";
     case DType::kFloat64: return "double_data";
     case DType::kInt64: return "int64_data";
+    case DType::kUInt32:
+    case DType::kUInt64: return "uint64_data";
     default: return "int32_data";
   }
 }
@@ -34,6 +37,8 @@ uint64_t typed_field_size(const onnx::TensorProto& proto, DType dtype) {
     case DType::kFloat32: return static_cast<uint64_t>(proto.float_data_size());
     case DType::kFloat64: return static_cast<uint64_t>(proto.double_data_size());
     case DType::kInt64: return static_cast<uint64_t>(proto.int64_data_size());
+    case DType::kUInt32:
+    case DType::kUInt64: return static_cast<uint64_t>(proto.uint64_data_size());
     default: return static_cast<uint64_t>(proto.int32_data_size());
   }
 }
@@ -109,6 +114,20 @@ void read_typed_fields(const onnx::TensorProto& proto, Tensor& tensor, const std
       return;
     case DType::kBool:
       copy_int32_field<bool>(proto, tensor, what);
+      return;
+    case DType::kUInt16:
+      copy_int32_field<uint16_t>(proto, tensor, what);
+      return;
+    case DType::kUInt32:
+      copy_field<uint32_t>(proto.uint64_data(), tensor, what, "uint64_data", [&](uint64_t value) {
+        if (value > std::numeric_limits<uint32_t>::max()) {
+          fail_format(what, "uint64_data value " + std::to_string(value) + " does not fit u32");
+        }
+        return static_cast<uint32_t>(value);
+      });
+      return;
+    case DType::kUInt64:
+      copy_field<uint64_t>(proto.uint64_data(), tensor, what, "uint64_data", [](uint64_t v) { return v; });
       return;
     case DType::kFloat16:
     case DType::kBFloat16:
@@ -242,6 +261,53 @@ onnx::TensorProto tensor_to_onnx(const Tensor& tensor, const std::string& name) 
     proto.set_raw_data(static_cast<const char*>(tensor.raw_data()), tensor.nbytes());
   }
   return proto;
+}
+
+namespace {
+
+Tensor value_tensor(onnx::TensorProto proto, DType declared) {
+  if (declared == DType::kBFloat16 && proto.data_type() == onnx::TensorProto::UINT16) {
+    proto.set_data_type(onnx::TensorProto::BFLOAT16);
+  }
+  return tensor_from_onnx(proto, "tensor '" + proto.name() + "'", nullptr);
+}
+
+Tensor value_sequence(const onnx::SequenceProto& proto, DType declared) {
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR && proto.elem_type() != onnx::SequenceProto::UNDEFINED) {
+    throw Error(ErrorKind::kUnsupported, "sequence '" + proto.name() + "' holds non-tensors (elem_type " +
+                                             std::to_string(proto.elem_type()) + "); Weir's sequences hold tensors");
+  }
+  std::vector<Tensor> elements;
+  for (const onnx::TensorProto& element : proto.tensor_values()) elements.push_back(value_tensor(element, declared));
+  DType dtype = !elements.empty() ? elements.front().dtype() : declared;
+  if (dtype == DType::kUndefined) throw Error(ErrorKind::kFormat, "empty sequence '" + proto.name() + "' of unknown dtype");
+  return Tensor::sequence(dtype, std::move(elements));
+}
+
+}  // namespace
+
+Tensor read_onnx_value_file(const std::string& path, const TensorType& type) {
+  if (type.is_tensor()) {
+    Tensor tensor = read_onnx_tensor_file(path);
+    if (type.dtype == DType::kBFloat16 && tensor.dtype() == DType::kUInt16) return tensor.view(0, DType::kBFloat16, tensor.sizes());
+    return tensor;
+  }
+  std::string bytes = read_file(path, kMaxTensorFileBytes);
+  try {
+    if (type.optional) {
+      onnx::OptionalProto proto;
+      if (!proto.ParseFromString(bytes)) throw Error(ErrorKind::kFormat, "not a serialized ONNX OptionalProto");
+      if (proto.has_tensor_value()) return value_tensor(proto.tensor_value(), type.dtype);
+      if (proto.has_sequence_value()) return value_sequence(proto.sequence_value(), type.dtype);
+      if (type.dtype == DType::kUndefined) throw Error(ErrorKind::kFormat, "an absent optional of unknown dtype");
+      return Tensor::none(type.dtype, type.sequence);
+    }
+    onnx::SequenceProto proto;
+    if (!proto.ParseFromString(bytes)) throw Error(ErrorKind::kFormat, "not a serialized ONNX SequenceProto");
+    return value_sequence(proto, type.dtype);
+  } catch (Error& error) {
+    throw error.with_file(path);
+  }
 }
 
 Tensor read_onnx_tensor_file(const std::string& path, std::string* name) {

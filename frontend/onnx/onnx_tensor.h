@@ -55,4 +55,10 @@ onnx::TensorProto tensor_to_onnx(const Tensor& tensor, const std::string& name);
 // Reads a serialized TensorProto file (the ONNX backend tests' *.pb).
 Tensor read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
 
+// Reads a serialized value for a value of `type`: a TensorProto, or a
+// SequenceProto (seq) or OptionalProto (opt) file, the forms the ONNX backend
+// tests write. bf16 data that ONNX wrote as UINT16 (NumPy has no bfloat16)
+// is read as bf16 when `type.dtype` is bf16.
+Tensor read_onnx_value_file(const std::string& path, const TensorType& type);
+
 }  // namespace weir

@@ -27,7 +27,9 @@ using elementwise::Wide;
 struct PowOp {
   template <typename C> static C apply(C a, C b) {
     if constexpr (std::is_integral_v<C>) {
-      if (b < 0) return a == 1 ? C(1) : (a == C(-1) ? ((b & 1) ? a : C(1)) : C(0));
+      if constexpr (std::is_signed_v<C>) {
+        if (b < 0) return a == 1 ? C(1) : (a == C(-1) ? ((b & 1) ? a : C(1)) : C(0));
+      }
       Wide<C> result = 1, base = static_cast<Wide<C>>(a);
       for (auto e = static_cast<Wide<C>>(b); e != 0; e >>= 1) {
         if (e & 1) result *= base;
@@ -68,6 +70,28 @@ struct FmodOp {
       return static_cast<C>(a % b);
     } else {
       return std::fmod(a, b);
+    }
+  }
+};
+// BitShift on unsigned integers. A shift by the width or more gives 0 (C++
+// leaves it undefined; no bit of A survives it).
+struct ShiftLeftOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_unsigned_v<C>) {
+      if (b >= sizeof(C) * 8) return C(0);
+      return static_cast<C>(static_cast<Wide<C>>(a) << b);
+    } else {
+      return a;  // not registered: BitShift takes unsigned types only
+    }
+  }
+};
+struct ShiftRightOp {
+  template <typename C> static C apply(C a, C b) {
+    if constexpr (std::is_unsigned_v<C>) {
+      if (b >= sizeof(C) * 8) return C(0);
+      return static_cast<C>(a >> b);
+    } else {
+      return a;
     }
   }
 };
@@ -207,9 +231,7 @@ std::vector<int64_t> binary_output_sizes(KernelContext& ctx, const Tensor& a, co
 }
 
 void register_binary_cpu_kernels(KernelRegistry& registry) {
-  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                      DType::kInt64};
+  const std::vector<DType>& numeric = kNumericDTypes;
   registry.add("Add", DeviceType::kCpu, numeric, factory<AddOp>());
   registry.add("Sub", DeviceType::kCpu, numeric, factory<SubOp>());
   registry.add("Mul", DeviceType::kCpu, numeric, factory<MulOp>());
@@ -224,6 +246,11 @@ void register_binary_cpu_kernels(KernelRegistry& registry) {
     }
     return std::make_unique<BinaryKernel<ModOp>>(node);
   });
+  registry.add("BitShift", DeviceType::kCpu, {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64},
+               [](const Node& node) -> std::unique_ptr<OpKernel> {
+                 if (node.attr("direction").s() == "LEFT") return std::make_unique<BinaryKernel<ShiftLeftOp>>(node);
+                 return std::make_unique<BinaryKernel<ShiftRightOp>>(node);
+               });
   registry.add("Max", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<MaxOp>>(); });
   registry.add("Min", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<MinOp>>(); });
   registry.add("Sum", DeviceType::kCpu, numeric, [](const Node&) { return std::make_unique<VariadicKernel<AddOp>>(); });

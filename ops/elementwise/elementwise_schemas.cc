@@ -9,9 +9,11 @@ namespace weir {
 
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
+// The unary arithmetic ops' types: ONNX's Neg, Sign and Relu take no
+// unsigned type but u8 (kept for models that have always run).
+const std::vector<DType> kUnaryNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                          DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
+                                          DType::kInt64};
 const std::vector<DType> kFloatingTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
 
 void infer_broadcast(InferenceContext& ctx) {
@@ -153,7 +155,7 @@ OpSchema binary(const char* name, OpTrait extra_traits, const char* doc) {
   schema.input("A", "T")
       .input("B", "T")
       .output("C", "T")
-      .type_constraint("T", kNumeric)
+      .type_constraint("T", kNumericDTypes)
       .traits(OpTrait::kElementwise | OpTrait::kInplaceable | extra_traits)
       .infer(infer_broadcast)
       .doc(doc);
@@ -187,20 +189,33 @@ void register_elementwise_schemas(OpRegistry& registry) {
                       "(fmod=1); integer % 0 is an error")
                    .attr("fmod", AttrType::kInt, Attribute(int64_t{0}))
                    .gradient(mod_gradient));
-  registry.add(variadic("Max", kNumeric, extremum_gradient,
+  OpSchema bit_shift = binary("BitShift", OpTrait::kNone,
+                              "A shifted by B bits (direction LEFT or RIGHT) on unsigned integers; a shift by the "
+                              "type's width or more gives 0");
+  bit_shift.type_constraint("T", {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64})
+      .required_attr("direction", AttrType::kString)
+      .infer([](InferenceContext& ctx) {
+        const std::string& direction = ctx.node().attr("direction").s();
+        if (direction != "LEFT" && direction != "RIGHT") {
+          ctx.fail("direction is '" + direction + "'; expected LEFT or RIGHT");
+        }
+        infer_broadcast(ctx);
+      });
+  registry.add(std::move(bit_shift));
+  registry.add(variadic("Max", kNumericDTypes, extremum_gradient,
                         "elementwise maximum of all inputs, broadcast together; NaN propagates"));
-  registry.add(variadic("Min", kNumeric, extremum_gradient,
+  registry.add(variadic("Min", kNumericDTypes, extremum_gradient,
                         "elementwise minimum of all inputs, broadcast together; NaN propagates"));
-  registry.add(variadic("Sum", kNumeric, [](GradientContext& ctx) { sum_gradient(ctx, false); },
+  registry.add(variadic("Sum", kNumericDTypes, [](GradientContext& ctx) { sum_gradient(ctx, false); },
                         "elementwise sum of all inputs, broadcast together"));
   registry.add(variadic("Mean", kFloatDTypes, [](GradientContext& ctx) { sum_gradient(ctx, true); },
                         "elementwise mean of all inputs, broadcast together"));
-  registry.add(unary("Neg", kNumeric,
+  registry.add(unary("Neg", kUnaryNumeric,
                      [](GradientContext& ctx) {
                        if (Value* grad = ctx.output_grad(0)) ctx.set_input_grad(0, ctx.emit("Neg", {grad})[0]);
                      },
                      "-X; integers wrap around"));
-  registry.add(unary("Relu", kNumeric, activation_gradient("ReluGrad", /*use_output=*/false), "max(X, 0)"));
+  registry.add(unary("Relu", kUnaryNumeric, activation_gradient("ReluGrad", /*use_output=*/false), "max(X, 0)"));
   registry.add(unary("Sigmoid", kFloatingTypes, activation_gradient("SigmoidGrad", /*use_output=*/true),
                      "1 / (1 + exp(-X))"));
   registry.add(unary("Tanh", kFloatingTypes, activation_gradient("TanhGrad", /*use_output=*/true), "tanh(X)"));
@@ -222,7 +237,7 @@ void register_elementwise_schemas(OpRegistry& registry) {
                        ctx.set_input_grad(0, ctx.emit("Div", {grad, ctx.emit("Add", {y, y})[0]})[0]);
                      },
                      "square root of X"));
-  registry.add(unary("Abs", kNumeric,
+  registry.add(unary("Abs", kUnaryNumeric,
                      [](GradientContext& ctx) {  // d |x| = sign(x), taken as 0 at 0
                        Value* grad = ctx.output_grad(0);
                        if (grad == nullptr) return;
@@ -230,7 +245,7 @@ void register_elementwise_schemas(OpRegistry& registry) {
                      },
                      "|X|; the integer minimum stays itself"));
   // Sign is flat almost everywhere: its rule contributes no gradient.
-  registry.add(unary("Sign", kNumeric, [](GradientContext&) {}, "-1, 0 or 1 by the sign of X; NaN stays NaN"));
+  registry.add(unary("Sign", kUnaryNumeric, [](GradientContext&) {}, "-1, 0 or 1 by the sign of X; NaN stays NaN"));
   OpSchema identity("Identity");
   identity.input("X", "T")
       .output("Y", "T")

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "ops/dtype_dispatch.h"
+#include "ops/dtype_sets.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/threading.h"
 
@@ -101,9 +102,7 @@ KernelFactory factory() {
 }  // namespace
 
 void register_logic_cpu_kernels(KernelRegistry& registry) {
-  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                      DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                      DType::kInt64};
+  const std::vector<DType>& numeric = kNumericDTypes;
   std::vector<DType> comparable = numeric;
   comparable.push_back(DType::kBool);
   registry.add("Equal", DeviceType::kCpu, comparable, factory<BoolResultKernel<EqualOp>>());

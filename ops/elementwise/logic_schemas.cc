@@ -1,6 +1,7 @@
 #include "ops/elementwise/logic_schemas.h"
 
 #include "core/graph.h"
+#include "ops/dtype_sets.h"
 #include "ops/gradient_util.h"
 #include "ops/shape_inference.h"
 
@@ -8,9 +9,6 @@ namespace weir {
 
 namespace {
 
-const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                     DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
-                                     DType::kInt64};
 
 OpSchema bool_result(const char* name, const std::vector<DType>& inputs, OpTrait traits, const char* doc) {
   OpSchema schema(name);
@@ -46,13 +44,13 @@ void where_gradient(GradientContext& ctx) {
 }  // namespace
 
 void register_logic_schemas(OpRegistry& registry) {
-  std::vector<DType> comparable = kNumeric;
+  std::vector<DType> comparable = kNumericDTypes;
   comparable.push_back(DType::kBool);
   registry.add(bool_result("Equal", comparable, OpTrait::kCommutative, "A == B"));
-  registry.add(bool_result("Less", kNumeric, OpTrait::kNone, "A < B"));
-  registry.add(bool_result("Greater", kNumeric, OpTrait::kNone, "A > B"));
-  registry.add(bool_result("LessOrEqual", kNumeric, OpTrait::kNone, "A <= B"));
-  registry.add(bool_result("GreaterOrEqual", kNumeric, OpTrait::kNone, "A >= B"));
+  registry.add(bool_result("Less", kNumericDTypes, OpTrait::kNone, "A < B"));
+  registry.add(bool_result("Greater", kNumericDTypes, OpTrait::kNone, "A > B"));
+  registry.add(bool_result("LessOrEqual", kNumericDTypes, OpTrait::kNone, "A <= B"));
+  registry.add(bool_result("GreaterOrEqual", kNumericDTypes, OpTrait::kNone, "A >= B"));
   registry.add(bool_result("And", {DType::kBool}, OpTrait::kCommutative, "A and B"));
   registry.add(bool_result("Or", {DType::kBool}, OpTrait::kCommutative, "A or B"));
   registry.add(bool_result("Xor", {DType::kBool}, OpTrait::kCommutative, "A xor B"));

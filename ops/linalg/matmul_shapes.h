@@ -28,10 +28,10 @@ struct MatmulShapes {
   std::vector<int64_t> out_sizes{};                        // the batch, then m and n unless promoted
 };
 
-// Fails naming the node for a dtype mismatch, a scalar, unequal inner sizes
-// or batch axes that do not broadcast.
-inline MatmulShapes matmul_shapes(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
+// The shapes whatever the dtypes (MatMulInteger mixes u8 and i8). Fails
+// naming the node for a scalar, unequal inner sizes or batch axes that do
+// not broadcast.
+inline MatmulShapes matmul_shapes_of_any_dtypes(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
   if (a.rank() == 0 || b.rank() == 0) ctx.fail("inputs must have rank >= 1, got " + a.type_string() + " and " + b.type_string());
   // Promote 1-D operands to matrices, as NumPy does.
   std::vector<int64_t> as = a.sizes(), bs = b.sizes();
@@ -52,6 +52,12 @@ inline MatmulShapes matmul_shapes(const KernelContext& ctx, const Tensor& a, con
   if (!a_vector) s.out_sizes.push_back(s.m);
   if (!b_vector) s.out_sizes.push_back(s.n);
   return s;
+}
+
+// The same for operands of one dtype; a dtype mismatch fails too.
+inline MatmulShapes matmul_shapes(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
+  return matmul_shapes_of_any_dtypes(ctx, a, b);
 }
 
 }  // namespace weir

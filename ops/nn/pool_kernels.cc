@@ -106,8 +106,11 @@ class MaxPoolKernel final : public OpKernel {
             const T* src = in + plane * in_plane;
             for_each_window(p, taps, [&](int64_t o, const std::vector<int64_t>& window, int64_t) {
               int64_t best = first_max(src, window);
-              out[plane * out_plane + o] =
-                  best < 0 ? store<T>(-std::numeric_limits<ComputeType<T>>::infinity()) : src[best];
+              // A window wholly in the padding: -inf, or the integer type's lowest.
+              ComputeType<T> empty = std::numeric_limits<ComputeType<T>>::has_infinity
+                                         ? -std::numeric_limits<ComputeType<T>>::infinity()
+                                         : std::numeric_limits<ComputeType<T>>::lowest();
+              out[plane * out_plane + o] = best < 0 ? store<T>(empty) : src[best];
               if (indices != nullptr) indices[plane * out_plane + o] = plane * in_plane + flat(p, best);
             });
           }
@@ -486,7 +489,8 @@ class GlobalPoolKernel final : public OpKernel {
 
 void register_pool_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
-  registry.add("MaxPool", DeviceType::kCpu, types, [](const Node& node) { return std::make_unique<MaxPoolKernel>(node); });
+  registry.add("MaxPool", DeviceType::kCpu, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kUInt8},
+               [](const Node& node) { return std::make_unique<MaxPoolKernel>(node); });
   registry.add("ChannelsLastPool", DeviceType::kCpu, {DType::kFloat32, DType::kBFloat16},
                [](const Node& node) { return std::make_unique<ChannelsLastPoolKernel>(node); });
   registry.add("AveragePool", DeviceType::kCpu, types,

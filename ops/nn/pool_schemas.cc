@@ -11,6 +11,9 @@ namespace weir {
 namespace {
 
 const std::vector<DType> kPoolTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+// MaxPool also takes 8-bit integers (ONNX opset 12), as quantized models have.
+const std::vector<DType> kMaxPoolTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                          DType::kInt8,    DType::kUInt8};
 
 // [N, C, out...]: static where the input's spatial sizes are, fresh symbols otherwise.
 Shape pooled_shape(InferenceContext& ctx, const Shape& x) {
@@ -103,7 +106,7 @@ OpSchema pool_backward(const char* name, const char* doc) {
 void register_pool_schemas(OpRegistry& registry) {
   OpSchema max_pool("MaxPool");
   max_pool.input("X", "T").output("Y", "T").output("Indices", "I", Arity::kOptional)
-      .type_constraint("T", kPoolTypes)
+      .type_constraint("T", kMaxPoolTypes)
       .type_constraint("I", {DType::kInt64});
   window_attributes(max_pool)
       .attr("storage_order", AttrType::kInt, Attribute(int64_t{0}))

@@ -16,7 +16,7 @@ namespace weir {
 
 namespace {
 
-enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSumExp };
+enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 // The identity of the reduction, in the accumulator type; integer max/min
 // start at the limits of the storage type T so empty sets give T's limits.
@@ -57,7 +57,8 @@ template <typename Acc>
 Acc accumulate(Reduction kind, Acc acc, Acc x, Acc shift) {
   switch (kind) {
     case Reduction::kSum:
-    case Reduction::kMean: return wrapping_add(acc, x);
+    case Reduction::kMean:
+    case Reduction::kLogSum: return wrapping_add(acc, x);
     // NaN propagates: once acc is NaN no comparison replaces it.
     case Reduction::kMax: return (x > acc || is_nan(x)) && !is_nan(acc) ? x : acc;
     case Reduction::kMin: return (x < acc || is_nan(x)) && !is_nan(acc) ? x : acc;
@@ -81,6 +82,9 @@ Acc finish(Reduction kind, Acc acc, int64_t count, Acc shift) {
     case Reduction::kL2:
       if constexpr (std::is_floating_point_v<Acc>) return std::sqrt(acc);
       else return static_cast<Acc>(std::sqrt(static_cast<double>(acc)));
+    case Reduction::kLogSum:
+      if constexpr (std::is_floating_point_v<Acc>) return std::log(acc);
+      else return acc;
     case Reduction::kLogSumExp:
       if constexpr (std::is_floating_point_v<Acc>) return std::isinf(shift) ? shift : shift + std::log(acc);
       else return acc;
@@ -361,6 +365,7 @@ void register_reduce_cpu_kernels(KernelRegistry& registry) {
                              Entry{"ReduceProd", Reduction::kProd, &numeric}, Entry{"ReduceL1", Reduction::kL1, &numeric},
                              Entry{"ReduceL2", Reduction::kL2, &floating},
                              Entry{"ReduceSumSquare", Reduction::kSumSquare, &numeric},
+                             Entry{"ReduceLogSum", Reduction::kLogSum, &floating},
                              Entry{"ReduceLogSumExp", Reduction::kLogSumExp, &floating}}) {
     Reduction kind = entry.kind;
     registry.add(entry.name, DeviceType::kCpu, *entry.types,

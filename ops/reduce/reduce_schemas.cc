@@ -122,6 +122,13 @@ void register_reduce_schemas(OpRegistry& registry) {
                            return ctx.emit("Mul", {broadcast_back(ctx, scaled), ctx.node().input(0)})[0];
                          }),
                          "Euclidean norm over `axes`"));
+  registry.add(reduction("ReduceLogSum", kFloating,
+                         with_grad([](GradientContext& ctx, Value* dy) {
+                           // d log sum(x) = 1 / sum(x) = 1 / exp(y)
+                           Value* scaled = ctx.emit("Div", {dy, ctx.emit("Exp", {ctx.node().output(0)})[0]})[0];
+                           return broadcast_back(ctx, scaled);
+                         }),
+                         "log(sum(x)) over `axes`"));
   registry.add(reduction("ReduceLogSumExp", kFloating,
                          with_grad([](GradientContext& ctx, Value* dy) {
                            // d log sum exp(x) = exp(x - y)

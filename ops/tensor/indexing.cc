@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/shape.h"
+#include "ops/dtype_dispatch.h"
 
 namespace weir {
 
@@ -17,6 +18,18 @@ std::vector<int64_t> index_values(const KernelContext& ctx, const Tensor& t, con
   } else {
     ctx.fail(std::string(what) + " must be i32 or i64, got " + t.type_string());
   }
+  return values;
+}
+
+std::vector<double> float_values(const KernelContext& ctx, const Tensor& t, const char* what) {
+  std::vector<double> values(static_cast<size_t>(t.num_elements()));
+  dispatch_dtype(t.dtype(), [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+      for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(load(t.data<T>()[i]));
+    } else {
+      ctx.fail(std::string(what) + " must be floating point, got " + t.type_string());
+    }
+  });
   return values;
 }
 

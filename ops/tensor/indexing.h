@@ -14,6 +14,9 @@ namespace weir {
 
 // The values of an integer tensor (i32 or i64) as int64; fails naming `what` otherwise.
 std::vector<int64_t> index_values(const KernelContext& ctx, const Tensor& t, const char* what);
+// The values of a floating-point tensor (f32, f64, f16, bf16) as doubles
+// (boxes, grids, scores); fails naming `what` otherwise.
+std::vector<double> float_values(const KernelContext& ctx, const Tensor& t, const char* what);
 
 // One sliced axis: elements start, start + step, ... (count of them).
 struct SliceAxis {

@@ -52,6 +52,9 @@ DType dtype_of(const py::dtype& dtype, const std::string& what) {
       break;
     case 'u':
       if (dtype.itemsize() == 1) return DType::kUInt8;
+      if (dtype.itemsize() == 2) return DType::kUInt16;
+      if (dtype.itemsize() == 4) return DType::kUInt32;
+      if (dtype.itemsize() == 8) return DType::kUInt64;
       break;
     case 'b':
       return DType::kBool;
@@ -60,7 +63,7 @@ DType dtype_of(const py::dtype& dtype, const std::string& what) {
   }
   const std::string numpy_name = py::str(static_cast<const py::handle&>(dtype));
   throw Error(ErrorKind::kInvalidArgument,
-              what + ": NumPy dtype " + numpy_name + " has no Weir dtype (f32, f64, f16, i8, u8, i16, i32, i64, bool)");
+              what + ": NumPy dtype " + numpy_name + " has no Weir dtype (f32, f64, f16, i8, u8, i16, i32, i64, u16, u32, u64, bool)");
 }
 
 DType parse_python_dtype(const py::handle& dtype) {
@@ -80,6 +83,9 @@ py::dtype numpy_dtype(DType dtype) {
     case DType::kInt16: return py::dtype::of<int16_t>();
     case DType::kInt32: return py::dtype::of<int32_t>();
     case DType::kInt64: return py::dtype::of<int64_t>();
+    case DType::kUInt16: return py::dtype::of<uint16_t>();
+    case DType::kUInt32: return py::dtype::of<uint32_t>();
+    case DType::kUInt64: return py::dtype::of<uint64_t>();
     case DType::kBool: return py::dtype::of<bool>();
     default: break;
   }
@@ -125,6 +131,31 @@ py::array to_array(const Tensor& tensor) {
   auto* owner = new Tensor(tensor);
   py::capsule base(owner, [](void* held) { delete static_cast<Tensor*>(held); });
   return py::array(numpy_dtype(tensor.dtype()), shape, tensor.raw_data(), base);
+}
+
+py::object to_value(const Tensor& tensor) {
+  if (tensor.is_none()) return py::none();
+  if (tensor.is_sequence()) {
+    py::list elements;
+    for (const Tensor& element : tensor.elements()) elements.append(to_array(element));
+    return elements;
+  }
+  return to_array(tensor);
+}
+
+Tensor to_feed(const py::handle& object, const TensorType& type, const std::string& what) {
+  if (type.optional && object.is_none()) return Tensor::none(type.dtype, type.sequence);
+  if (!type.sequence) return to_tensor(object, what);
+  if (!py::isinstance<py::list>(object) && !py::isinstance<py::tuple>(object)) {
+    throw Error(ErrorKind::kInvalidArgument, what + " is " + type.to_string() + ": give a list of arrays");
+  }
+  std::vector<Tensor> elements;
+  size_t index = 0;
+  for (const py::handle& item : object) {
+    // The sequence outlives the call in the run's values: its elements own copies.
+    elements.push_back(to_owned_tensor(item, what + " element " + std::to_string(index++)));
+  }
+  return Tensor::sequence(type.dtype, std::move(elements));
 }
 
 }  // namespace weir::python

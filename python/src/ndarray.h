@@ -26,5 +26,11 @@ Tensor to_tensor(const pybind11::handle& object, const std::string& what);
 // An owned copy, for data the caller keeps past the call (datasets).
 Tensor to_owned_tensor(const pybind11::handle& object, const std::string& what);
 pybind11::array to_array(const Tensor& tensor);
+// A run's result as Python sees it: an array, a list of arrays for a
+// sequence, None for an absent optional.
+pybind11::object to_value(const Tensor& tensor);
+// A feed for a value of `type`: a list (or tuple) of arrays for a sequence,
+// None for an absent optional, else an array as to_tensor reads it.
+Tensor to_feed(const pybind11::handle& object, const TensorType& type, const std::string& what);
 
 }  // namespace weir::python

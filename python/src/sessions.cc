@@ -63,7 +63,9 @@ py::dict run(PythonSession& s, const py::dict& feeds) {
   std::map<std::string, Tensor> tensors;
   for (const auto& [key, value] : feeds) {
     const std::string name = py::str(key);
-    tensors.emplace(name, to_tensor(value, "feed '" + name + "'"));
+    const Value* input = s.plan->graph().find_value(name);
+    TensorType type = input != nullptr ? input->type() : TensorType();
+    tensors.emplace(name, to_feed(value, type, "feed '" + name + "'"));
   }
   std::vector<Tensor> outputs;
   {
@@ -72,7 +74,7 @@ py::dict run(PythonSession& s, const py::dict& feeds) {
   }
   py::dict result;
   const std::vector<Value*>& values = s.plan->graph().outputs();
-  for (size_t i = 0; i < outputs.size(); ++i) result[py::str(values[i]->name())] = to_array(outputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) result[py::str(values[i]->name())] = to_value(outputs[i]);
   return result;
 }
 

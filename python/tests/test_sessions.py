@@ -1,5 +1,6 @@
 """weir.load and weir.Session: every model format, outputs equal to graph-runner run's, no copies, errors."""
 
+import os
 import threading
 import time
 
@@ -142,3 +143,26 @@ def test_sessions_run_from_several_threads_at_once(model_files, rng):
         t.join()
     for got, want in zip(results, expected):
         np.testing.assert_array_equal(got, want)
+
+
+def test_sequences_and_optionals_are_lists_and_none():
+    """ONNX's test_sequence_insert_at_back: a list feeds the sequence input and
+    the sequence output comes back as a list of arrays; an absent optional
+    (test_optional_has_element_empty) is fed as None."""
+    node = "/usr/share/libonnx-testdata/data/node/"
+    if not os.path.isdir(node + "test_sequence_insert_at_back"):
+        pytest.skip("libonnx-testdata is not installed")
+    session = weir.load(node + "test_sequence_insert_at_back/model.onnx")
+    items = [np.array([1, 2, 3], dtype=np.int64), np.array([4, 5], dtype=np.int64)]
+    out = session.run({"sequence": items, "tensor": np.array([7, 8, 9], dtype=np.int64)})
+    result = out["output_sequence"]
+    assert isinstance(result, list) and len(result) == 3
+    for got, expected in zip(result, items + [np.array([7, 8, 9])]):
+        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(weir.Error, match="give a list of arrays"):
+        session.run({"sequence": items[0], "tensor": np.array([7, 8, 9], dtype=np.int64)})
+
+    empty = weir.load(node + "test_optional_has_element_empty/model.onnx")
+    name = empty.input_names[0]
+    assert not empty.run({name: None})["output"]
+    assert empty.run({name: np.array(1, dtype=np.int32)})["output"]

@@ -25,7 +25,15 @@ TEST(DType, SizesAndNamesRoundTripThroughParse) {
   EXPECT_TRUE(is_integer(DType::kUInt8));
   EXPECT_FALSE(is_signed(DType::kUInt8));
   EXPECT_FALSE(is_integer(DType::kBool));
-  EXPECT_FALSE(is_valid_dtype(4));   // ONNX uint16: not a Weir dtype
+  EXPECT_TRUE(is_valid_dtype(4));    // ONNX uint16
+  EXPECT_EQ(dtype_size(DType::kUInt16), 2u);
+  EXPECT_EQ(dtype_size(DType::kUInt32), 4u);
+  EXPECT_EQ(dtype_size(DType::kUInt64), 8u);
+  EXPECT_EQ(parse_dtype("uint32"), DType::kUInt32);
+  EXPECT_EQ(parse_dtype(dtype_name(DType::kUInt64)), DType::kUInt64);
+  EXPECT_TRUE(is_integer(DType::kUInt64));
+  EXPECT_FALSE(is_signed(DType::kUInt16));
+  EXPECT_FALSE(is_valid_dtype(8));   // ONNX string: not a Weir dtype
   EXPECT_FALSE(is_valid_dtype(0));
 }
 

@@ -57,6 +57,27 @@ TEST(ModelIo, BinaryAndTextConvertLosslessly) {
   EXPECT_EQ(a.ByteSizeLong(), c.ByteSizeLong());
 }
 
+// Sequence and optional value types survive .weir and .weirtxt.
+TEST(ModelIo, SequenceAndOptionalTypesRoundTrip) {
+  ScratchDir dir;
+  Model model;
+  model.graph = std::make_unique<Graph>("seqs");
+  TensorType sequence{DType::kFloat32, Shape{Dim::symbol("n"), 3}};
+  sequence.sequence = true;
+  TensorType optional{DType::kInt64, Shape{2}};
+  optional.optional = true;
+  Value* s = model.graph->add_input("s", sequence);
+  Value* o = model.graph->add_input("o", optional);
+  model.graph->add_output(s);
+  model.graph->add_output(o);
+  for (const char* file : {"m.weir", "m.weirtxt"}) {
+    save_model(model, dir / file);
+    Model loaded = load_model(dir / file);
+    EXPECT_EQ(loaded.graph->find_value("s")->type(), sequence) << file;
+    EXPECT_EQ(loaded.graph->find_value("o")->type(), optional) << file;
+  }
+}
+
 TEST(ModelIo, LoadedModelKeepsEveryDetail) {
   ScratchDir dir;
   save_model(make_rich_model(), dir / "m.weir");

@@ -215,9 +215,9 @@ TEST(ModelLoadErrors, InlineDataMustMatchTheTensorType) {
   saved.rewrite();
   expect_load_error(saved.path, ErrorKind::kFormat, "holds 2047 bytes of data");
 
-  tensor->set_dtype(4);  // uint16: not a Weir dtype
+  tensor->set_dtype(8);  // ONNX's string: not a Weir dtype
   saved.rewrite();
-  expect_load_error(saved.path, ErrorKind::kFormat, "unknown dtype code 4");
+  expect_load_error(saved.path, ErrorKind::kFormat, "unknown dtype code 8");
 }
 
 TEST(ModelLoadErrors, BrokenReferencesNameTheNode) {

@@ -124,5 +124,42 @@ TEST(Tensor, RejectsNegativeAndOverflowingSizes) {
   EXPECT_THROW(Tensor(DType::kUndefined, {1}), Error);
 }
 
+// Sequences and absent optionals (ONNX's seq and optional values) travel in
+// a Tensor handle: their types, copies and comparisons.
+TEST(Tensor, SequencesAndAbsentOptionals) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = Tensor::from_vector<float>({7, 8, 9}, {1, 3});
+  Tensor seq = Tensor::sequence(DType::kFloat32, {a, b});
+  EXPECT_TRUE(seq.is_sequence());
+  EXPECT_TRUE(seq.defined());
+  EXPECT_EQ(seq.elements().size(), 2u);
+  EXPECT_EQ(seq.nbytes(), 0u);
+  EXPECT_EQ(seq.type_string(), "seq(f32)[2 elements]");
+  // The elements agree on axis 1 only: axis 0 is symbolic in the type.
+  TensorType type = seq.type();
+  EXPECT_TRUE(type.sequence);
+  EXPECT_EQ(type.to_string(), "seq(f32[?,3])");
+  EXPECT_EQ(Tensor::sequence(DType::kFloat32, {a, a.reshape({6})}).type().to_string(), "seq(f32[?])");
+  EXPECT_EQ(Tensor::sequence(DType::kInt64, {}).type().to_string(), "seq(i64[?])");
+  // A clone copies every element's bytes.
+  Tensor copy = seq.clone();
+  EXPECT_TRUE(copy.bitwise_equal(seq));
+  EXPECT_NE(copy.elements()[0].raw_data(), a.raw_data());
+  EXPECT_FALSE(seq.bitwise_equal(Tensor::sequence(DType::kFloat32, {a})));
+  EXPECT_FALSE(seq.bitwise_equal(a));
+  // Elements must have the sequence's dtype and be tensors.
+  EXPECT_THROW(Tensor::sequence(DType::kFloat32, {Tensor::from_vector<int64_t>({1}, {1})}), Error);
+  EXPECT_THROW(Tensor::sequence(DType::kFloat32, {seq}), Error);
+  EXPECT_THROW(a.elements(), Error);
+
+  Tensor none = Tensor::none(DType::kFloat32, /*sequence=*/true);
+  EXPECT_TRUE(none.is_none());
+  EXPECT_FALSE(none.is_sequence());
+  EXPECT_EQ(none.type().to_string(), "opt(seq(f32[?]))");
+  EXPECT_EQ(none.type_string(), "none(seq(f32))");
+  EXPECT_TRUE(none.bitwise_equal(Tensor::none(DType::kFloat32, true)));
+  EXPECT_FALSE(none.bitwise_equal(Tensor::none(DType::kFloat32, false)));
+}
+
 }  // namespace
 }  // namespace weir

@@ -127,10 +127,10 @@ TEST(Verifier, ChecksSubGraphsAndNamesBothNodes) {
   body->find_node("inner")->set_input(0, body->add_value("nowhere"));
   OpRegistry registry;
   register_all_ops(registry);
-  registry.add(OpSchema("Loop").input("x", "").output("y", "").attr("body", AttrType::kGraph));
+  registry.add(OpSchema("Repeat").input("x", "").output("y", "").attr("body", AttrType::kGraph));
   Graph g("outer");
   Value* x = g.add_input("x", kBatch4);
-  g.add_node("Loop", {x}, 1, {{"body", Attribute(body)}}, "loop");
+  g.add_node("Repeat", {x}, 1, {{"body", Attribute(body)}}, "loop");
   try {
     verify_graph(g, registry);
     FAIL() << "expected a sub-graph error";

@@ -15,12 +15,16 @@
 #include "frontend/onnx/onnx_tensor.h"
 #include "frontend/onnx/onnx_wire.h"
 #include "ops/graph_evaluator.h"
+#include "tests/frontend/onnx_model_builder.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::add_float;
+using testing::add_ints;
+using testing::ModelBuilder;
 using testing::random_tensor;
 using testing::to_doubles;
 
@@ -30,70 +34,6 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-// A model with the default opset `opset` and graph inputs/outputs of f32.
-struct ModelBuilder {
-  onnx::ModelProto model;
-  onnx::GraphProto* graph;
-
-  explicit ModelBuilder(int64_t opset) {
-    model.set_ir_version(8);
-    model.set_producer_name("weir-test");
-    onnx::OperatorSetIdProto* id = model.add_opset_import();
-    id->set_domain("");
-    id->set_version(opset);
-    graph = model.mutable_graph();
-    graph->set_name("g");
-  }
-  void value_info(onnx::ValueInfoProto* info, const std::string& name, const std::vector<int64_t>& dims,
-                  int32_t type = onnx::TensorProto::FLOAT) {
-    info->set_name(name);
-    onnx::TypeProto::Tensor* tensor = info->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(type);
-    for (int64_t d : dims) {
-      if (d >= 0) tensor->mutable_shape()->add_dim()->set_dim_value(d);
-      else tensor->mutable_shape()->add_dim()->set_dim_param("batch");
-    }
-  }
-  ModelBuilder& input(const std::string& name, const std::vector<int64_t>& dims, int32_t type = onnx::TensorProto::FLOAT) {
-    value_info(graph->add_input(), name, dims, type);
-    return *this;
-  }
-  ModelBuilder& output(const std::string& name) {
-    graph->add_output()->set_name(name);
-    graph->mutable_output(graph->output_size() - 1)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    return *this;
-  }
-  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs,
-                        const std::vector<std::string>& outputs, const std::string& name = "") {
-    onnx::NodeProto* n = graph->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const std::string& i : inputs) n->add_input(i);
-    for (const std::string& o : outputs) n->add_output(o);
-    return n;
-  }
-  onnx::TensorProto* initializer(const Tensor& tensor, const std::string& name) {
-    *graph->add_initializer() = tensor_to_onnx(tensor, name);
-    return graph->mutable_initializer(graph->initializer_size() - 1);
-  }
-  std::string bytes() const { return model.SerializeAsString(); }
-  Model import() const { return import_onnx_model_from_bytes(bytes(), "test.onnx"); }
-};
-
-void add_ints(onnx::NodeProto* node, const std::string& name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto* a = node->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
-void add_float(onnx::NodeProto* node, const std::string& name, float value) {
-  onnx::AttributeProto* a = node->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
 }
 
 // The message of the weir::Error `body` throws; fails the test otherwise.
@@ -345,6 +285,35 @@ TEST(OnnxImport, BadInitializerDataNamesTheInitializer) {
   EXPECT_NE(message.find("initializer 'b'"), std::string::npos) << message;
 }
 
+// uint16 sits in int32_data, uint32 and uint64 in uint64_data; a value the
+// type cannot hold is a format error naming the tensor.
+TEST(OnnxImport, UnsignedTypesFromTheTypedFields) {
+  onnx::TensorProto u16;
+  u16.set_data_type(onnx::TensorProto::UINT16);
+  u16.add_dims(2);
+  u16.add_int32_data(65535);
+  u16.add_int32_data(7);
+  EXPECT_EQ(to_doubles(tensor_from_onnx(u16, "u16", nullptr)), (std::vector<double>{65535, 7}));
+  onnx::TensorProto u32 = u16;
+  u32.set_data_type(onnx::TensorProto::UINT32);
+  u32.clear_int32_data();
+  u32.add_uint64_data(4294967295u);
+  u32.add_uint64_data(1);
+  Tensor t32 = tensor_from_onnx(u32, "u32", nullptr);
+  EXPECT_EQ(t32.dtype(), DType::kUInt32);
+  EXPECT_EQ(to_doubles(t32), (std::vector<double>{4294967295.0, 1}));
+  onnx::TensorProto u64 = u32;
+  u64.set_data_type(onnx::TensorProto::UINT64);
+  u64.set_uint64_data(0, 18446744073709551615u);
+  EXPECT_EQ(tensor_from_onnx(u64, "u64", nullptr).data<uint64_t>()[0], 18446744073709551615u);
+  u32.set_uint64_data(0, uint64_t{1} << 32);
+  std::string message = error_of([&] { tensor_from_onnx(u32, "initializer 'big'", nullptr); }, ErrorKind::kFormat);
+  EXPECT_NE(message.find("initializer 'big': uint64_data value 4294967296 does not fit u32"), std::string::npos) << message;
+  // Written back through raw_data and read again, bit for bit.
+  Tensor again = tensor_from_onnx(tensor_to_onnx(t32, "t"), "t", nullptr);
+  EXPECT_TRUE(again.bitwise_equal(t32));
+}
+
 TEST(OnnxImport, InputNobodyProducesNamesNodeAndValue) {
   ModelBuilder m(13);
   m.input("x", {2}).output("y");
@@ -357,23 +326,24 @@ TEST(OnnxImport, InputNobodyProducesNamesNodeAndValue) {
 TEST(OnnxImport, OneErrorListsEveryUnsupportedOpWithNodesAndOpset) {
   ModelBuilder m(13);
   m.input("x", {2, 3}).output("y");
-  m.node("Einsum", {"x"}, {"a"}, "einsum_1");
+  m.node("Enigma", {"x"}, {"a"}, "enigma_1");
   m.node("Relu", {"a"}, {"b"}, "relu");
-  m.node("Einsum", {"b"}, {"c"}, "einsum_2");
+  m.node("Enigma", {"b"}, {"c"}, "enigma_2");
   m.node("NoSuchOp", {"c"}, {"y"}, "mystery");
   std::string message = error_of([&] { m.import(); }, ErrorKind::kUnsupported);
-  for (const char* part : {"2 op types", "Einsum (opset 13)", "'einsum_1', 'einsum_2'", "NoSuchOp (opset 13)", "'mystery'"}) {
+  for (const char* part : {"2 op types", "Enigma (opset 13)", "'enigma_1', 'enigma_2'", "NoSuchOp (opset 13)", "'mystery'"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " missing from: " << message;
   }
   EXPECT_EQ(message.find("relu"), std::string::npos) << message;
 }
 
 TEST(OnnxImport, UnsupportedTypesAndOldSemanticsAreListed) {
-  ModelBuilder m(11);
+  ModelBuilder m(6);
   m.input("x", {2, 3}).input("s", {2}, onnx::TensorProto::STRING).output("y");
-  m.node("Softmax", {"x"}, {"y"}, "softmax");
+  testing::add_int(m.node("Dropout", {"x"}, {"y"}, "dropout"), "is_test", 0);
   std::string message = error_of([&] { m.import(); }, ErrorKind::kUnsupported);
-  EXPECT_NE(message.find("Softmax (opset 11)"), std::string::npos) << message;
+  EXPECT_NE(message.find("Dropout (opset 6): training mode before opset 7 (is_test=0) is not supported"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("graph input 's' has element type STRING"), std::string::npos) << message;
 }
 

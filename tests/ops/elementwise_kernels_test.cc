@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "ops/elementwise/broadcast.h"
+#include "tests/test_util.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
@@ -40,6 +41,9 @@ double wrap(double value, DType dtype) {
     case DType::kUInt8: return static_cast<uint8_t>(bits);
     case DType::kInt16: return static_cast<int16_t>(bits);
     case DType::kInt32: return static_cast<int32_t>(bits);
+    case DType::kUInt16: return static_cast<uint16_t>(bits);
+    case DType::kUInt32: return static_cast<uint32_t>(bits);
+    case DType::kUInt64: return static_cast<double>(bits);
     default: return static_cast<double>(static_cast<int64_t>(bits));
   }
 }
@@ -87,8 +91,9 @@ void check_binary(const std::string& op, DType dtype, const BinaryReference& ref
   }
 }
 
-const DType kNumericTypes[] = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
-                               DType::kUInt8,   DType::kInt16,   DType::kInt32,   DType::kInt64};
+const DType kNumericTypes[] = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                               DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kInt32,
+                               DType::kInt64,   DType::kUInt16,  DType::kUInt32,  DType::kUInt64};
 
 TEST(ElementwiseKernels, AddSubMulMatchTheReferenceForEveryDtypeAndBroadcast) {
   for (DType dtype : kNumericTypes) {
@@ -111,6 +116,36 @@ TEST(ElementwiseKernels, IntegerEdgeCasesWrapInsteadOfOverflowing) {
   EXPECT_EQ(to_doubles(run_op("Add", {a, b})[0]), (std::vector<double>{INT32_MIN, INT32_MAX, -5}));
   EXPECT_EQ(to_doubles(run_op("Div", {a, b})[0]), (std::vector<double>{INT32_MAX, INT32_MIN, -3}));
   EXPECT_EQ(to_doubles(run_op("Neg", {a})[0]), (std::vector<double>{-INT32_MAX, INT32_MIN, 7}));
+}
+
+// The unsigned types (ONNX's uint16/32/64): comparisons, Max/Min, Mod and
+// BitShift against references on random values, and shifts past the width.
+TEST(ElementwiseKernels, UnsignedMaxMinModAndBitShift) {
+  for (DType dtype : {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
+    check_binary("Max", dtype, [](double x, double y) { return std::max(x, y); }, false);
+    check_binary("Min", dtype, [](double x, double y) { return std::min(x, y); }, false);
+    check_binary("Mod", dtype, [](double x, double y) { return std::fmod(x, y); }, true);
+    const double width = static_cast<double>(dtype_size(dtype) * 8);
+    Tensor a = make_tensor(dtype, {1, 3, 200, 255, 7}, {5});
+    Tensor shifts = make_tensor(dtype, {0, 1, 2, width - 1, width}, {5});
+    std::vector<double> left = to_doubles(run_op("BitShift", {a, shifts}, {{"direction", Attribute(std::string("LEFT"))}})[0]);
+    std::vector<double> right = to_doubles(run_op("BitShift", {a, shifts}, {{"direction", Attribute(std::string("RIGHT"))}})[0]);
+    const double modulus = std::ldexp(1.0, static_cast<int>(width));
+    std::vector<double> values = to_doubles(a), amounts = to_doubles(shifts);
+    for (size_t i = 0; i < values.size(); ++i) {
+      double expected_left = amounts[i] >= width ? 0 : std::fmod(values[i] * std::ldexp(1.0, static_cast<int>(amounts[i])), modulus);
+      double expected_right = amounts[i] >= width ? 0 : std::floor(values[i] / std::ldexp(1.0, static_cast<int>(amounts[i])));
+      EXPECT_EQ(left[i], expected_left) << dtype_name(dtype) << " element " << i;
+      EXPECT_EQ(right[i], expected_right) << dtype_name(dtype) << " element " << i;
+    }
+    EXPECT_EQ(to_doubles(run_op("Greater", {a, shifts})[0]), (std::vector<double>{1, 1, 1, 1, 0}));
+  }
+  // BitShift takes unsigned types and a direction of LEFT or RIGHT.
+  Tensor ints = Tensor::from_vector<int32_t>({1}, {1});
+  EXPECT_THROW(run_op("BitShift", {ints, ints}, {{"direction", Attribute(std::string("LEFT"))}}), Error);
+  Tensor bytes = Tensor::from_vector<uint8_t>({1}, {1});
+  std::string message = testing::error_of([&] { run_op("BitShift", {bytes, bytes}, {{"direction", Attribute(std::string("UP"))}}); });
+  EXPECT_NE(message.find("direction is 'UP'; expected LEFT or RIGHT"), std::string::npos) << message;
 }
 
 TEST(ElementwiseKernels, IntegerDivisionByZeroIsAnErrorNamingTheNode) {
@@ -165,8 +200,12 @@ void check_unary(const std::string& op, DType dtype, const UnaryReference& refer
   }
 }
 
+// Neg, Relu, Abs and Sign take the numeric types but u16/u32/u64.
+const DType kUnaryNumericTypes[] = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
+                                    DType::kUInt8,   DType::kInt16,   DType::kInt32,   DType::kInt64};
+
 TEST(ElementwiseKernels, UnaryOpsMatchTheReference) {
-  for (DType dtype : kNumericTypes) {
+  for (DType dtype : kUnaryNumericTypes) {
     check_unary("Neg", dtype, [](double x) { return -x; }, -3, 3);
     check_unary("Relu", dtype, [](double x) { return std::max(x, 0.0); }, -3, 3);
   }
@@ -177,7 +216,7 @@ TEST(ElementwiseKernels, UnaryOpsMatchTheReference) {
     check_unary("Log", dtype, [](double x) { return std::log(x); }, 0.01, 100);
     check_unary("Sqrt", dtype, [](double x) { return std::sqrt(x); }, 0, 100);
   }
-  for (DType dtype : kNumericTypes) {
+  for (DType dtype : kUnaryNumericTypes) {
     check_unary("Abs", dtype, [](double x) { return std::fabs(x); }, -3, 3);
     check_unary("Sign", dtype, [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }, -3, 3);
   }

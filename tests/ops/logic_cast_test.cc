@@ -114,6 +114,9 @@ double reference_cast(double x, DType to) {
     case DType::kInt32: return saturate(std::numeric_limits<int32_t>::lowest(), std::numeric_limits<int32_t>::max());
     // int64's limits are not doubles; the ones nearest them saturate to the limits.
     case DType::kInt64: return saturate(-9.223372036854775808e18, 9.223372036854775807e18);
+    case DType::kUInt16: return saturate(0, 65535);
+    case DType::kUInt32: return saturate(0, std::numeric_limits<uint32_t>::max());
+    case DType::kUInt64: return saturate(0, 1.8446744073709551615e19);
     default: return NAN;
   }
 }
@@ -146,7 +149,9 @@ TEST(CastKernel, BetweenIntegerAndHalfTypes) {
   // Same dtype: the output is the input itself.
   Tensor same_type = run_op("Cast", {ints}, {{"to", Attribute(static_cast<int64_t>(DType::kInt32))}})[0];
   EXPECT_EQ(same_type.raw_data(), ints.raw_data());
-  EXPECT_THROW(run_op("Cast", {ints}, {{"to", Attribute(int64_t{4})}}), Error);  // u16: not a Weir dtype
+  EXPECT_EQ(to_doubles(run_op("Cast", {ints}, {{"to", Attribute(static_cast<int64_t>(DType::kUInt16))}})[0]),
+            (std::vector<double>{65407, 300, 7, 65535}));  // modular
+  EXPECT_THROW(run_op("Cast", {ints}, {{"to", Attribute(int64_t{8})}}), Error);  // ONNX's STRING: not a Weir dtype
 }
 
 TEST(CastGradient, CastsBackBetweenFloatingTypes) {

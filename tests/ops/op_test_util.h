@@ -77,7 +77,7 @@ inline std::vector<double> random_values(DType dtype, int64_t count, uint32_t se
   std::mt19937 engine(seed);
   std::vector<double> values(static_cast<size_t>(count));
   if (is_integer(dtype)) {
-    int lo = dtype == DType::kUInt8 ? 0 : -120;
+    int lo = is_signed(dtype) ? -120 : 0;
     std::uniform_int_distribution<int> distribution(lo, lo + 240);
     for (double& value : values) value = distribution(engine);
   } else {

@@ -143,6 +143,24 @@ TEST(PoolKernels, MaxAndAveragePoolMatchTheReference) {
   }
 }
 
+// MaxPool on 8-bit integers (quantized models): the same reference, exact.
+TEST(PoolKernels, MaxPoolOfEightBitIntegers) {
+  uint32_t seed = 40;
+  for (DType dtype : {DType::kUInt8, DType::kInt8}) {
+    for (const Case& c : kCases) {
+      Tensor x = make_tensor(dtype, random_values(dtype, count_of(c.x), seed++), c.x);
+      Reference r = reference(c, to_doubles(x));
+      std::vector<Tensor> max = run_op("MaxPool", {x}, c.attrs, 2);
+      ASSERT_EQ(max[0].dtype(), dtype);
+      EXPECT_EQ(to_doubles(max[0]), r.max) << dtype_name(dtype) << " " << format_sizes(c.x);
+      EXPECT_EQ(to_doubles(run_op("MaxPool", {x}, c.attrs)[0]), r.max) << dtype_name(dtype) << " " << format_sizes(c.x);
+    }
+  }
+  EXPECT_THROW(run_op("AveragePool", {make_tensor(DType::kUInt8, {1, 2, 3, 4}, {1, 1, 2, 2})},
+                      {{"kernel_shape", ints({2, 2})}}),
+               Error);
+}
+
 // ChannelsLastPool on the same data transposed to [N, spatial..., C], for
 // every case oneDNN has a window for (the others are refused by name).
 TEST(PoolKernels, ChannelsLastPoolMatchesTheReference) {

@@ -58,6 +58,7 @@ Expected reference(const std::string& op, const std::vector<double>& x, const st
     if (op == "ReduceSumSquare") for (double v : group) result += v * v;
     if (op == "ReduceL2") { for (double v : group) result += v * v; result = std::sqrt(result); }
     if (op == "ReduceLogSumExp") { for (double v : group) result += std::exp(v); result = std::log(result); }
+    if (op == "ReduceLogSum") { for (double v : group) result += v; result = std::log(result); }
     out.values.push_back(result);
   }
   return out;
@@ -73,7 +74,7 @@ double tolerance(DType dtype, double magnitude) {
 }
 
 const char* const kFloatOps[] = {"ReduceSum", "ReduceMean", "ReduceProd", "ReduceMax", "ReduceMin",
-                                 "ReduceL1", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp"};
+                                 "ReduceL1", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceLogSum"};
 
 TEST(ReduceKernels, MatchTheReferenceOnEveryAxisCombination) {
   const std::vector<int64_t> sizes = {2, 3, 4};
@@ -83,7 +84,7 @@ TEST(ReduceKernels, MatchTheReferenceOnEveryAxisCombination) {
     for (const char* op : kFloatOps) {
       std::string name = op;
       bool integer = is_integer(dtype);
-      if (integer && (name == "ReduceL2" || name == "ReduceLogSumExp" || name == "ReduceMean")) continue;
+      if (integer && (name == "ReduceL2" || name == "ReduceLogSumExp" || name == "ReduceLogSum" || name == "ReduceMean")) continue;
       for (const std::vector<int64_t>& axes : axis_sets) {
         for (int64_t keepdims : {0, 1}) {
           // Floats in [0.5, 1.5) keep products tame.
@@ -151,6 +152,15 @@ TEST(ReduceKernels, NoopWithEmptyAxesAndNaN) {
   EXPECT_EQ(maxima[1], 4);
 }
 
+TEST(ReduceKernels, LogSumOfZeroNegativeAndIntegerSums) {
+  Tensor x = Tensor::from_vector<double>({1, -1, -2, 1, 3, 4}, {3, 2});
+  std::vector<double> got = to_doubles(run_op("ReduceLogSum", {x}, {{"axes", Attribute(std::vector<int64_t>{1})}})[0]);
+  EXPECT_EQ(got[0], -INFINITY);  // log 0
+  EXPECT_TRUE(std::isnan(got[1]));  // log of a negative sum
+  EXPECT_DOUBLE_EQ(got[2], std::log(7.0));
+  EXPECT_THROW(run_op("ReduceLogSum", {Tensor(DType::kInt32, {2, 2})}), Error);
+}
+
 TEST(ReduceKernels, BadAxesNameTheNode) {
   for (const std::vector<int64_t>& axes : std::vector<std::vector<int64_t>>{{2}, {0, -2}}) {
     try {
@@ -164,8 +174,8 @@ TEST(ReduceKernels, BadAxesNameTheNode) {
 
 TEST(ReduceGradients, EveryDifferentiableReduction) {
   uint32_t seed = 60;
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
-                         "ReduceProd", "ReduceL1"}) {
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceLogSum", "ReduceMax",
+                         "ReduceMin", "ReduceProd", "ReduceL1"}) {
     for (const std::vector<int64_t>& axes : std::vector<std::vector<int64_t>>{{}, {1}, {0, -1}}) {
       for (int64_t keepdims : {0, 1}) {
         // Distinct random values: no ties, so max/min are differentiable.

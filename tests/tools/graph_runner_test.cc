@@ -108,6 +108,34 @@ TEST(GraphRunner, RunsOnnxWithTensorProtoInputsAndWritesAProfile) {
   EXPECT_NE(trace.find("Relu"), std::string::npos) << trace;
 }
 
+// A Loop that grows a sequence (ONNX's test_loop13_seq), run by the runtime
+// at opt-level 3 from its SequenceProto and TensorProto files: the sequence
+// output is written one .npy per element, each equal to ONNX's.
+TEST(GraphRunner, RunsALoopOverSequencesFromProtoFiles) {
+  const std::filesystem::path test = "/usr/share/libonnx-testdata/data/node/test_loop13_seq";
+  if (!std::filesystem::exists(test)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  testing::ScratchDir dir;
+  const std::filesystem::path data = test / "test_data_set_0";
+  Result r = run("run " + (test / "model.onnx").string() + " -i trip_count=" + (data / "input_0.pb").string() +
+                 " -i cond=" + (data / "input_1.pb").string() + " -i seq_empty=" + (data / "input_2.pb").string() +
+                 " -o " + (dir / "out").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("output seq_res: seq(f32)[5 elements]"), std::string::npos) << r.output;
+  TensorType sequence{DType::kFloat32, Shape::unknown_rank()};
+  sequence.sequence = true;
+  Tensor expected = read_onnx_value_file((data / "output_0.pb").string(), sequence);
+  ASSERT_EQ(expected.elements().size(), 5u);
+  for (size_t k = 0; k < expected.elements().size(); ++k) {
+    Tensor element = read_npy(dir / "out" / ("seq_res." + std::to_string(k) + ".npy"));
+    EXPECT_TRUE(element.bitwise_equal(expected.elements()[k])) << "element " << k;
+  }
+  // A sequence input given a TensorProto file is refused, naming the file.
+  Result wrong = run("run " + (test / "model.onnx").string() + " -i trip_count=" + (data / "input_0.pb").string() +
+                     " -i cond=" + (data / "input_1.pb").string() + " -i seq_empty=" + (data / "input_0.pb").string() +
+                     " -o " + (dir / "out2").string());
+  expect_error(wrong, "input_0.pb': sequence '' holds non-tensors (elem_type");
+}
+
 // optimize and verify on a model with something for every pass to do: an
 // Identity, a constant branch, a duplicated product and a dead branch.
 TEST(GraphRunner, OptimizeAndVerify) {

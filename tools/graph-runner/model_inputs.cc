@@ -15,6 +15,10 @@ namespace {
 
 // Symbolic dims become 1.
 Tensor random_input(const Value& input, uint64_t seed) {
+  if (!input.type().is_tensor()) {
+    throw Error(ErrorKind::kUnsupported, "--random-inputs makes tensors only; input '" + input.name() + "' is " +
+                                             input.type().to_string());
+  }
   std::vector<int64_t> sizes;
   for (const Dim& d : input.shape().dims()) sizes.push_back(d.is_static() ? d.size() : 1);
   // The dims come from the model file: the size is checked for overflow and
@@ -64,7 +68,9 @@ std::map<std::string, Tensor> model_inputs(const Graph& graph, const std::string
     }
     // .pb: a serialized ONNX TensorProto (as in ONNX test data); else .npy.
     std::filesystem::path file = spec.substr(eq + 1);
-    feeds[name] = file.extension() == ".pb" ? read_onnx_tensor_file(file.string()) : read_npy(file);
+    // A .pb for a sequence or optional input is a SequenceProto or OptionalProto.
+    feeds[name] = file.extension() == ".pb" ? read_onnx_value_file(file.string(), input->type())
+                                             : read_npy(file);
   }
   uint64_t seed = 1;
   for (const Value* input : graph.inputs()) {

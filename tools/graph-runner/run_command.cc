@@ -65,9 +65,24 @@ void run(const RunArgs& args) {
   }
   std::filesystem::create_directories(args.output_dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    std::filesystem::path file = std::filesystem::path(args.output_dir) / (file_name_for(graph.outputs()[i]->name()) + ".npy");
+    const std::string stem = file_name_for(graph.outputs()[i]->name());
+    std::cout << "output " << graph.outputs()[i]->name() << ": " << outputs[i].type_string();
+    if (outputs[i].is_none()) {  // an absent optional: no file
+      std::cout << "\n";
+      continue;
+    }
+    if (outputs[i].is_sequence()) {  // one file per element: NAME.0.npy, NAME.1.npy, ...
+      const std::vector<Tensor>& elements = outputs[i].elements();
+      for (size_t k = 0; k < elements.size(); ++k) {
+        write_npy(std::filesystem::path(args.output_dir) / (stem + "." + std::to_string(k) + ".npy"), elements[k]);
+      }
+      std::cout << " -> " << (std::filesystem::path(args.output_dir) / (stem + ".N.npy")).string() << " for N < "
+                << elements.size() << "\n";
+      continue;
+    }
+    std::filesystem::path file = std::filesystem::path(args.output_dir) / (stem + ".npy");
     write_npy(file, outputs[i]);
-    std::cout << "output " << graph.outputs()[i]->name() << ": " << outputs[i].type_string() << " -> " << file.string() << "\n";
+    std::cout << " -> " << file.string() << "\n";
   }
 }
 

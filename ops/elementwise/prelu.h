@@ -1,0 +1,24 @@
+// PRelu (ONNX opset 16): schema, gradient rule and CPU kernels.
+//
+// PRelu(X, slope) = X where X >= 0, else slope * X, with slope broadcast
+// unidirectionally to X (its shape broadcasts to X's; X's never grows).
+// The gradient rule emits PReluGrad(dY, X, slope) -> (dX, dSlope), dSlope
+// of X's shape, then sums dSlope back to slope's shape (SumToShape) when
+// slope was broadcast.
+//
+//   register_prelu_schema(op_registry);
+//   register_prelu_cpu_kernel(kernel_registry);
+//
+// Opset 6's per-channel slope ([C] against [N, C, ...]) is not this
+// broadcast; the ONNX importer's adapters translate it.
+#pragma once
+
+#include "core/op_schema.h"
+#include "ops/kernel.h"
+
+namespace weir {
+
+void register_prelu_schema(OpRegistry& registry);
+void register_prelu_cpu_kernel(KernelRegistry& registry);
+
+}  // namespace weir

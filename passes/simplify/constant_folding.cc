@@ -20,6 +20,10 @@ bool foldable(const Node& node, const OpSchema* schema) {
   for (const auto& [name, attr] : node.attributes()) {
     if (attr.type() == AttrType::kGraph || attr.type() == AttrType::kGraphs) return false;  // If/Loop bodies
   }
+  // Constants are tensors: a sequence or optional result stays computed.
+  for (const Value* output : node.outputs()) {
+    if (output != nullptr && !output->type().is_tensor()) return false;
+  }
   return true;
 }
 
@@ -49,7 +53,7 @@ bool ConstantFolding::run(Graph& graph, PassContext& context) {
     for (size_t o = 0; o < node->num_outputs(); ++o) {
       Value* out = node->output(o);
       if (out == nullptr) continue;
-      if (o >= outputs.size() || !outputs[o].defined()) continue;
+      if (o >= outputs.size() || !outputs[o].defined() || !outputs[o].type().is_tensor()) continue;
       // Outputs that alias an input (views) are copied: constants own their data.
       Value* constant = graph.add_constant(graph.unique_name(out->name() + "_folded"), outputs[o].clone());
       graph.replace_all_uses(out, constant);

@@ -137,6 +137,32 @@ TEST(InferencePipeline, StatefulAndSideEffectNodesAreKept) {
   EXPECT_EQ(count_ops(*graph, "Dropout"), 3);
 }
 
+// A sequence built from constants stays computed (constants are tensors),
+// and the optimized graph runs in a Session to the reference's result.
+TEST(InferencePipeline, SequencesOfConstantsAreNotFolded) {
+  GraphBuilder b("sequences", 1);
+  Var x = b.input("x", {DType::kFloat32, Shape{2}});
+  Var c = b.constant(Tensor::from_vector<float>({1, 2}, {2}), "c");
+  Var constant_sequence = b.op("SequenceConstruct", {c, c});
+  Var mixed = b.op("SequenceInsert", {constant_sequence, x});
+  b.output(b.op("ConcatFromSequence", {mixed}, {{"axis", Attribute(int64_t{0})}}));
+  auto graph = b.finish();
+  Tensor feed = Tensor::from_vector<float>({-3, 4}, {2});
+  std::vector<Tensor> before = evaluate_graph(*graph, {{"x", feed}});
+  PassContext ctx;
+  inference_pipeline(3)->run(*graph, ctx);
+  for (const Value* constant : graph->constants()) EXPECT_TRUE(constant->type().is_tensor()) << constant->name();
+  EXPECT_EQ(count_ops(*graph, "SequenceConstruct"), 1);
+  CompileOptions options;
+  options.opt_level = 3;
+  Session session(compile(*graph, options));
+  std::vector<Tensor> after = session.run({{"x", feed}});
+  EXPECT_TRUE(after[0].bitwise_equal(before[0])) << after[0].type_string();
+  ASSERT_EQ(after[0].sizes(), (std::vector<int64_t>{6}));
+  const float* y = after[0].data<float>();
+  EXPECT_EQ(std::vector<float>(y, y + 6), (std::vector<float>{1, 2, 1, 2, -3, 4}));
+}
+
 // The fused kernels (oneDNN's bias and activation post-ops, channels-last
 // convolutions) round differently from the op-by-op graph: equal within 1e-5.
 TEST(InferencePipeline, ZooModelsGiveTheSameLogits) {

@@ -315,6 +315,42 @@ TEST(OnnxOpsetAdapters, PowOfIntegerBaseWithFloatExponent) {
   EXPECT_EQ(y, (std::vector<double>{1, 1, 27, 4, 0, 0}));
 }
 
+// Clip-6 (min/max attributes), Pad-2 (pads/value attributes) and Split-11
+// (split attribute) against their opset-13 forms with constant inputs.
+TEST(OnnxOpsetAdapters, ClipPadAndSplitAttributesBecameInputs) {
+  Tensor x = random_tensor(DType::kFloat32, {3, 4}, 21);
+  ModelBuilder old_clip(6), new_clip(13);
+  old_clip.input("x", {3, 4}).output("y");
+  onnx::NodeProto* clip = old_clip.node("Clip", {"x"}, {"y"}, "clip");
+  add_float(clip, "min", -0.5f);
+  add_float(clip, "max", 0.75f);
+  new_clip.input("x", {3, 4}).output("y");
+  new_clip.initializer(Tensor::scalar(-0.5f), "min");
+  new_clip.initializer(Tensor::scalar(0.75f), "max");
+  new_clip.node("Clip", {"x", "min", "max"}, {"y"}, "clip");
+  expect_same_results(old_clip, new_clip, {{"x", x}});
+
+  ModelBuilder old_pad(2), new_pad(13);
+  old_pad.input("x", {3, 4}).output("y");
+  onnx::NodeProto* pad = old_pad.node("Pad", {"x"}, {"y"}, "pad");
+  add_ints(pad, "pads", {1, 0, 2, 3});
+  add_float(pad, "value", 1.5f);
+  new_pad.input("x", {3, 4}).output("y");
+  new_pad.initializer(Tensor::from_vector<int64_t>({1, 0, 2, 3}, {4}), "pads");
+  new_pad.initializer(Tensor::scalar(1.5f), "value");
+  new_pad.node("Pad", {"x", "pads", "value"}, {"y"}, "pad");
+  expect_same_results(old_pad, new_pad, {{"x", x}});
+
+  ModelBuilder old_split(11), new_split(13);
+  for (ModelBuilder* m : {&old_split, &new_split}) m->input("x", {3, 4}).output("a").output("b");
+  onnx::NodeProto* split = old_split.node("Split", {"x"}, {"a", "b"}, "split");
+  add_int(split, "axis", 1);
+  add_ints(split, "split", {1, 3});
+  new_split.initializer(Tensor::from_vector<int64_t>({1, 3}, {2}), "sizes");
+  add_int(new_split.node("Split", {"x", "sizes"}, {"a", "b"}, "split"), "axis", 1);
+  expect_same_results(old_split, new_split, {{"x", x}});
+}
+
 // An attribute no opset of the op has stays a clear error naming it.
 TEST(OnnxOpsetAdapters, UnknownAttributeStaysAnError) {
   ModelBuilder m(6);

@@ -84,7 +84,8 @@ class NonMaxSuppressionKernel final : public OpKernel {
     std::vector<int64_t> order, kept;
     for (int64_t batch = 0; batch < batches && max_per_class > 0; ++batch) {
       for (int64_t c = 0; c < classes; ++c) {
-        const double* score = &scores[static_cast<size_t>((batch * classes + c) * count)];
+        // data() + offset: with no boxes the vector is empty and [] would bind a null reference.
+        const double* score = scores.data() + (batch * classes + c) * count;
         order.clear();
         for (int64_t i = 0; i < count; ++i) {
           if (std::isnan(score[i]) || (score_threshold && !(score[i] > *score_threshold))) continue;

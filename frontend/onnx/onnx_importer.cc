@@ -581,6 +581,16 @@ class GraphImporter {
       return std::to_string(draft.inputs.size()) + " inputs; Weir's " + schema.name() + " takes at most " +
              std::to_string(schema.max_inputs());
     }
+    // Required inputs must be there: gradient rules and kernels read them.
+    if (draft.inputs.size() < schema.min_inputs()) {
+      return std::to_string(draft.inputs.size()) + " inputs; Weir's " + schema.name() + " takes at least " +
+             std::to_string(schema.min_inputs());
+    }
+    for (size_t i = 0; i < draft.inputs.size() && i < schema.inputs().size(); ++i) {
+      if (draft.inputs[i] == nullptr && schema.inputs()[i].arity == Arity::kSingle) {
+        return "input " + std::to_string(i) + " ('" + schema.inputs()[i].name + "') is required but empty";
+      }
+    }
     if (num_outputs > schema.max_outputs()) {
       return std::to_string(num_outputs) + " outputs; Weir's " + schema.name() + " has at most " +
              std::to_string(schema.max_outputs());
@@ -815,6 +825,8 @@ class GraphImporter {
       grads = append_backward(*graph_, loss, wrt, registry_);
     } catch (const Error& error) {
       return reject(error.message());
+    } catch (const std::exception& error) {  // a gradient rule on a node the schema check let through
+      return reject(std::string("differentiating failed: ") + error.what());
     }
     for (auto it = seed.rbegin(); it != seed.rend() && (*it)->output(0)->uses().empty(); ++it) graph_->remove_node(*it);
     if (flat != nullptr && flat->uses().empty()) graph_->remove_value(flat);

@@ -13,11 +13,13 @@
 #include "ops/graph_evaluator.h"
 #include "tests/frontend/onnx_model_builder.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/test_util.h"
 
 namespace weir {
 namespace {
 
 using testing::add_string;
+using testing::error_of;
 using testing::make_tensor;
 using testing::ModelBuilder;
 using testing::random_tensor;
@@ -94,18 +96,6 @@ void expect_gradients(const Model& model, const std::map<std::string, Tensor>& f
     ASSERT_EQ(analytic.size(), numeric.size());
     for (size_t k = 0; k < numeric.size(); ++k) EXPECT_NEAR(analytic[k], numeric[k], 1e-5 * (1 + std::abs(numeric[k]))) << k;
   }
-}
-
-template <typename Body>
-std::string error_of(Body body, ErrorKind kind) {
-  try {
-    body();
-  } catch (const Error& error) {
-    EXPECT_EQ(error_kind_name(error.kind()), std::string(error_kind_name(kind))) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
 }
 
 TEST(OnnxGradient, OfAddWithBroadcasting) {
@@ -256,6 +246,18 @@ TEST(OnnxGradient, ErrorsNameTheNode) {
     m.output("da");
     std::string message = error_of([&] { m.import(); }, ErrorKind::kFormat);
     EXPECT_NE(message.find("Gradient node 'grad' has 1 inputs; it needs one per name in 'xs' and 'zs' (2)"), std::string::npos)
+        << message;
+  }
+  {  // the ONNX fuzzer's finding: a Mul with one input on the differentiated path
+    ModelBuilder m(12);
+    import_training_domain(m);
+    m.input("a", {2}).input("b", {2});
+    m.node("Add", {"a", "b"}, {"c"}, "add");
+    m.node("Mul", {"a"}, {"d"}, "mul");
+    gradient(m, {"a", "b"}, {"da", "db"}, {"a", "b"}, "d");
+    m.output("da");
+    std::string message = error_of([&] { m.import(); }, ErrorKind::kUnsupported);
+    EXPECT_NE(message.find("Mul (opset 12): 1 inputs; Weir's Mul takes at least 2; node 'mul'"), std::string::npos)
         << message;
   }
   {  // y must be defined

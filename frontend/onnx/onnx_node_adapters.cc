@@ -349,6 +349,13 @@ std::string roi_align_legacy_coordinates(OnnxNodeDraft& draft, Graph&) {
   return "";
 }
 
+// RNN, GRU and LSTM before opset 7 had `output_sequence`, which only said
+// whether Y may be left out; ONNX names the outputs a node produces anyway.
+std::string recurrent_output_sequence(OnnxNodeDraft& draft, Graph&) {
+  if (draft.opset < 7) draft.attributes.erase("output_sequence");
+  return "";
+}
+
 // Scatter (opsets 9-10) is ScatterElements without a reduction.
 std::string scatter_to_scatter_elements(OnnxNodeDraft& draft, Graph&) {
   draft.op_type = "ScatterElements";
@@ -386,6 +393,7 @@ const std::map<std::string, Adapter>& adapters() {
     built["Resize"] = upsample_to_resize;
     built["Scatter"] = scatter_to_scatter_elements;
     built["RoiAlign"] = roi_align_legacy_coordinates;
+    for (const char* op : {"RNN", "GRU", "LSTM"}) built[op] = recurrent_output_sequence;
     return built;
   }();
   return table;

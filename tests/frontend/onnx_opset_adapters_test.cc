@@ -351,6 +351,22 @@ TEST(OnnxOpsetAdapters, ClipPadAndSplitAttributesBecameInputs) {
   expect_same_results(old_split, new_split, {{"x", x}});
 }
 
+// LSTM-1 with output_sequence (which only said whether Y may be left out)
+// against LSTM-14, on the same weights: Y, Y_h and Y_c equal.
+TEST(OnnxOpsetAdapters, RecurrentOutputSequenceBeforeOpset7) {
+  Tensor x = random_tensor(DType::kFloat32, {3, 2, 4}, 22);
+  ModelBuilder old_model(6), new_model(14);
+  for (ModelBuilder* m : {&old_model, &new_model}) {
+    m->input("x", {3, 2, 4}).output("y").output("y_h").output("y_c");
+    m->initializer(random_tensor(DType::kFloat32, {1, 20, 4}, 23), "w");
+    m->initializer(random_tensor(DType::kFloat32, {1, 20, 5}, 24), "r");
+    onnx::NodeProto* lstm = m->node("LSTM", {"x", "w", "r"}, {"y", "y_h", "y_c"}, "lstm");
+    add_int(lstm, "hidden_size", 5);
+    if (m == &old_model) add_int(lstm, "output_sequence", 1);
+  }
+  expect_same_results(old_model, new_model, {{"x", x}});
+}
+
 // An attribute no opset of the op has stays a clear error naming it.
 TEST(OnnxOpsetAdapters, UnknownAttributeStaysAnError) {
   ModelBuilder m(6);

@@ -287,13 +287,13 @@ Tensor value_sequence(const onnx::SequenceProto& proto, DType declared) {
 }  // namespace
 
 Tensor read_onnx_value_file(const std::string& path, const TensorType& type) {
-  if (type.is_tensor()) {
-    Tensor tensor = read_onnx_tensor_file(path);
-    if (type.dtype == DType::kBFloat16 && tensor.dtype() == DType::kUInt16) return tensor.view(0, DType::kBFloat16, tensor.sizes());
-    return tensor;
-  }
   std::string bytes = read_file(path, kMaxTensorFileBytes);
   try {
+    if (type.is_tensor()) {
+      onnx::TensorProto proto;
+      if (!proto.ParseFromString(bytes)) throw Error(ErrorKind::kFormat, "not a serialized ONNX TensorProto");
+      return value_tensor(proto, type.dtype);
+    }
     if (type.optional) {
       onnx::OptionalProto proto;
       if (!proto.ParseFromString(bytes)) throw Error(ErrorKind::kFormat, "not a serialized ONNX OptionalProto");

@@ -12,7 +12,6 @@ namespace weir {
 
 namespace {
 
-const std::vector<DType> kQuantized = {DType::kInt8, DType::kUInt8};
 
 // Calls fn.template operator()<Q>() with Q the C++ type of an i8 or u8 tensor.
 template <typename Fn>
@@ -231,8 +230,8 @@ void register_integer_conv_schemas(OpRegistry& registry) {
       .input("x_zero_point", "T1", Arity::kOptional)
       .input("w_zero_point", "T2", Arity::kOptional)
       .output("y", "T3")
-      .type_constraint("T1", kQuantized)
-      .type_constraint("T2", kQuantized)
+      .type_constraint("T1", kQuantizedDTypes)
+      .type_constraint("T2", kQuantizedDTypes)
       .type_constraint("T3", {DType::kInt32});
   conv_attributes(integer)
       .infer([](InferenceContext& ctx) {
@@ -254,9 +253,9 @@ void register_integer_conv_schemas(OpRegistry& registry) {
       .input("y_zero_point", "T3")
       .input("B", "T4", Arity::kOptional)
       .output("y", "T3")
-      .type_constraint("T1", kQuantized)
-      .type_constraint("T2", kQuantized)
-      .type_constraint("T3", kQuantized)
+      .type_constraint("T1", kQuantizedDTypes)
+      .type_constraint("T2", kQuantizedDTypes)
+      .type_constraint("T3", kQuantizedDTypes)
       .type_constraint("T4", {DType::kInt32})
       .type_constraint("F", {DType::kFloat32});
   conv_attributes(qlinear)
@@ -272,9 +271,9 @@ void register_integer_conv_schemas(OpRegistry& registry) {
 }
 
 void register_integer_conv_cpu_kernels(KernelRegistry& registry) {
-  registry.add("ConvInteger", DeviceType::kCpu, kQuantized,
+  registry.add("ConvInteger", DeviceType::kCpu, kQuantizedDTypes,
                [](const Node&) { return std::make_unique<ConvIntegerKernel>(); });
-  registry.add("QLinearConv", DeviceType::kCpu, kQuantized,
+  registry.add("QLinearConv", DeviceType::kCpu, kQuantizedDTypes,
                [](const Node&) { return std::make_unique<QLinearConvKernel>(); });
 }
 

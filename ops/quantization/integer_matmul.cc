@@ -14,7 +14,6 @@ namespace weir {
 
 namespace {
 
-const std::vector<DType> kQuantized = {DType::kInt8, DType::kUInt8};
 
 // NumPy matmul's shapes of A and B, each i8 or u8 (not necessarily the same).
 MatmulShapes integer_matmul_shapes(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
@@ -258,8 +257,8 @@ void register_integer_matmul_schemas(OpRegistry& registry) {
       .input("a_zero_point", "T1", Arity::kOptional)
       .input("b_zero_point", "T2", Arity::kOptional)
       .output("Y", "T3")
-      .type_constraint("T1", kQuantized)
-      .type_constraint("T2", kQuantized)
+      .type_constraint("T1", kQuantizedDTypes)
+      .type_constraint("T2", kQuantizedDTypes)
       .type_constraint("T3", {DType::kInt32})
       .infer([](InferenceContext& ctx) { infer_integer_matmul(ctx, 0, 1, DType::kInt32); })
       .doc(
@@ -277,9 +276,9 @@ void register_integer_matmul_schemas(OpRegistry& registry) {
       .input("y_scale", "F")
       .input("y_zero_point", "T3")
       .output("y", "T3")
-      .type_constraint("T1", kQuantized)
-      .type_constraint("T2", kQuantized)
-      .type_constraint("T3", kQuantized)
+      .type_constraint("T1", kQuantizedDTypes)
+      .type_constraint("T2", kQuantizedDTypes)
+      .type_constraint("T3", kQuantizedDTypes)
       .type_constraint("F", {DType::kFloat32})
       .infer([](InferenceContext& ctx) {
         const TensorType* zero = ctx.input_type(7);
@@ -293,9 +292,9 @@ void register_integer_matmul_schemas(OpRegistry& registry) {
 }
 
 void register_integer_matmul_cpu_kernels(KernelRegistry& registry) {
-  registry.add("MatMulInteger", DeviceType::kCpu, kQuantized,
+  registry.add("MatMulInteger", DeviceType::kCpu, kQuantizedDTypes,
                [](const Node&) { return std::make_unique<MatMulIntegerKernel>(); });
-  registry.add("QLinearMatMul", DeviceType::kCpu, kQuantized,
+  registry.add("QLinearMatMul", DeviceType::kCpu, kQuantizedDTypes,
                [](const Node&) { return std::make_unique<QLinearMatMulKernel>(); });
 }
 

@@ -21,6 +21,8 @@ namespace weir {
 
 // The quantized types: i8 and u8.
 inline bool is_quantized_dtype(DType dtype) { return dtype == DType::kInt8 || dtype == DType::kUInt8; }
+// The same as a type constraint and kernel registration list.
+inline const std::vector<DType> kQuantizedDTypes = {DType::kInt8, DType::kUInt8};
 
 // round(value) + zero_point, halves to even (std::nearbyint in the default
 // rounding mode), saturated to Q's range; NaN gives the zero point. F is

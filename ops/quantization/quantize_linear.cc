@@ -13,7 +13,6 @@ namespace weir {
 
 namespace {
 
-const std::vector<DType> kQuantized = {DType::kInt8, DType::kUInt8};
 
 // How a per-tensor or per-axis scale lies over x: x is [outer, channels,
 // inner] and channel c takes scale c (per tensor: one channel).
@@ -230,7 +229,7 @@ void register_quantize_linear_schemas(OpRegistry& registry) {
       .output("y", "T2")
       .type_constraint("T1", {DType::kFloat32, DType::kInt32})
       .type_constraint("F", {DType::kFloat32})
-      .type_constraint("T2", kQuantized)
+      .type_constraint("T2", kQuantizedDTypes)
       .attr("axis", AttrType::kInt, Attribute(int64_t{1}))
       .infer([](InferenceContext& ctx) {
         const TensorType* x = ctx.input_type(0);

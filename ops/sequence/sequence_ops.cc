@@ -20,8 +20,6 @@ namespace weir {
 
 namespace {
 
-const std::vector<DType> kIndexDTypes = {DType::kInt32, DType::kInt64};
-
 // --- type inference -------------------------------------------------------
 
 bool is_unknown(const TensorType& type) {

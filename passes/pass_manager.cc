@@ -14,7 +14,10 @@
 #include "passes/fusion/layer_norm_fusion.h"
 #include "passes/fusion/matmul_add_to_gemm.h"
 #include "passes/fusion/matmul_fusion.h"
+#include "passes/fusion/qdq_fusion.h"
 #include "passes/layout/channels_last_layout.h"
+#include "passes/precision/auto_mixed_precision.h"
+#include "passes/precision/wide_output_fusion.h"
 #include "passes/simplify/common_subexpression_elimination.h"
 #include "passes/simplify/constant_folding.h"
 #include "passes/simplify/dead_code_elimination.h"
@@ -67,7 +70,9 @@ struct Registered {
 // folding and the fusions need); identities next (they hide producers from
 // the patterns); static Shape/Size become constants (then a Reshape to its
 // own shape has a static output type, which no-op elimination needs, and
-// folding finishes the shape arithmetic); no-ops; folding (shape arithmetic and frozen-weight arithmetic
+// folding finishes the shape arithmetic); no-ops; the QDQ fusion (int8
+// convs and matmuls: before folding, which would turn DequantizeLinear of
+// constant int8 weights into f32 weights); folding (shape arithmetic and frozen-weight arithmetic
 // become constants); CSE (folded duplicates now read the same values); the
 // fusions, on the simplified graph (Conv+BN needs constant weights, and
 // runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv; an input
@@ -83,6 +88,7 @@ const std::vector<Registered>& registered() {
       {"identity_elimination", 1, [] { return std::unique_ptr<Pass>(new IdentityElimination()); }},
       {"shape_op_folding", 1, [] { return std::unique_ptr<Pass>(new ShapeOpFolding()); }},
       {"no_op_elimination", 1, [] { return std::unique_ptr<Pass>(new NoOpElimination()); }},
+      {"qdq_fusion", 2, [] { return std::unique_ptr<Pass>(new QdqFusion()); }},
       {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},
@@ -108,6 +114,8 @@ std::vector<std::string> pass_names() {
   std::vector<std::string> names;
   for (const Registered& r : registered()) names.push_back(r.name);
   names.push_back("autodiff");  // needs options (the loss): not in the inference pipeline
+  names.push_back("auto_mixed_precision");  // needs options (the precision): in the pipeline under --amp
+  names.push_back("wide_output_fusion");    // only under --amp, after auto_mixed_precision
   return names;
 }
 
@@ -120,20 +128,34 @@ std::unique_ptr<Pass> make_pass(const std::string& name) {
   throw Error(ErrorKind::kInvalidArgument, "unknown pass '" + name + "' (passes: " + names + ")");
 }
 
+void require_pass_name(const std::string& name) {
+  for (const std::string& n : pass_names()) {
+    if (n == name) return;
+  }
+  make_pass(name);  // throws naming the choices
+}
+
 namespace {
 
+void add_amp(Pipeline& pipeline, DType low, int level, const std::set<std::string>& disabled) {
+  pipeline.add(std::make_unique<AutoMixedPrecision>(AmpOptions{.low = low}));
+  if (level >= 1 && !disabled.count("constant_folding")) pipeline.add(std::make_unique<ConstantFolding>());
+  if (level >= 3 && !disabled.count("wide_output_fusion")) pipeline.add(std::make_unique<WideOutputFusion>());
+}
+
 std::unique_ptr<Pipeline> pipeline_of(const char* pipeline_name, int level, const std::set<std::string>& disabled,
-                                      const std::set<std::string>& allowed) {
+                                      const std::set<std::string>& allowed, std::optional<DType> amp = std::nullopt) {
   if (level < 0 || level > 3) {
     throw Error(ErrorKind::kInvalidArgument, "optimization level " + std::to_string(level) + " is not in 0..3");
   }
-  for (const std::string& name : disabled) {
-    bool known = false;
-    for (const std::string& n : pass_names()) known = known || n == name;
-    if (!known) make_pass(name);  // throws naming the choices
-  }
+  for (const std::string& name : disabled) require_pass_name(name);
   auto pipeline = std::make_unique<Pipeline>(pipeline_name);
+  const bool with_amp = amp.has_value() && !disabled.count("auto_mixed_precision");
   for (const Registered& r : registered()) {
+    // AMP goes after the last fusion that picks ops by dtype-free patterns
+    // and before the elementwise chains (which then fuse bf16 chains, casts
+    // included) and DCE (which sweeps the f32 weights the casts replaced).
+    if (with_amp && std::string(r.name) == "elementwise_fusion") add_amp(*pipeline, *amp, level, disabled);
     if (r.level <= level && !disabled.count(r.name) && (allowed.empty() || allowed.count(r.name))) pipeline->add(r.make());
   }
   return pipeline;
@@ -141,8 +163,8 @@ std::unique_ptr<Pipeline> pipeline_of(const char* pipeline_name, int level, cons
 
 }  // namespace
 
-std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled) {
-  return pipeline_of("inference", level, disabled, {});
+std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled, std::optional<DType> amp) {
+  return pipeline_of("inference", level, disabled, {}, amp);
 }
 
 std::unique_ptr<Pipeline> training_optimization_pipeline(int level, const std::set<std::string>& disabled) {

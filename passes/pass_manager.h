@@ -12,10 +12,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "passes/pass.h"
 
 namespace weir {
@@ -57,10 +59,22 @@ class FixedPoint final : public Pass {
 // The passes this build has, by name; throws naming the choices for an unknown one.
 std::vector<std::string> pass_names();
 std::unique_ptr<Pass> make_pass(const std::string& name);
+// Throws naming the choices unless `name` is one of pass_names().
+void require_pass_name(const std::string& name);
 
 // The inference pipeline at optimization level 0 (nothing) to 3 (everything),
 // without the passes named in `disabled` (each must be a known pass name).
-std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled = {});
+// With `amp` (bf16 or f16), auto_mixed_precision runs after the fusions and
+// the layout, so it sees the fused convs and matmuls (which run low) and the
+// norms, softmax and reductions (which stay f32); a second constant folding
+// then turns the casts of constant weights into low-precision constants, so
+// a run reads bf16 weights and casts only where f32 and bf16 ops meet; at
+// level 3 wide_output_fusion lets a matmul whose result is cast up write f32
+// itself (the logits keep f32's resolution). AMP runs at every level, 0
+// included: it is a choice of precision, not an optimization (at level 0
+// nothing folds the weights' casts).
+std::unique_ptr<Pipeline> inference_pipeline(int level, const std::set<std::string>& disabled = {},
+                                             std::optional<DType> amp = std::nullopt);
 
 // The pipeline for a training step graph (after autodiff and the optimizer
 // updates), at level 0 to 3: the simplifications and elementwise_fusion,

@@ -88,9 +88,9 @@ std::shared_ptr<const Plan> compile(std::unique_ptr<Graph> placed, const Compile
   }
   verify_graph(*placed, ops);
   infer_graph_types(*placed, ops);
-  if (options.opt_level > 0 || !options.disabled_passes.empty()) {
+  if (options.opt_level > 0 || !options.disabled_passes.empty() || options.amp) {
     PassContext context(ops, &kernels);
-    inference_pipeline(options.opt_level, options.disabled_passes)->run(*placed, context);
+    inference_pipeline(options.opt_level, options.disabled_passes, options.amp)->run(*placed, context);
   }
   place_graph(*placed, devices, options.default_device);
   Schedule schedule = build_schedule(*placed, devices, ops);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -50,6 +51,9 @@ struct CompileOptions {
   // is why the default is 0.
   int opt_level = 0;
   std::set<std::string> disabled_passes;
+  // Automatic mixed precision for inference (bf16 or f16): the pipeline runs
+  // the convs and matmuls in it (passes/pass_manager.h). nullopt: f32.
+  std::optional<DType> amp;
   const OpRegistry* ops = nullptr;           // nullptr: default_op_registry()
   const KernelRegistry* kernels = nullptr;   // nullptr: default_kernel_registry()
 };

@@ -107,8 +107,8 @@ bool DnnlMatmul::supports(DType dtype) {
 
 void DnnlMatmul::run(const MatmulProblem& problem, const void* a, const void* b, void* c, const void* bias) {
   if (problem.bias && bias == nullptr) throw Error(ErrorKind::kInternal, "a matmul with bias needs the bias");
-  if (problem.output_dtype() != problem.dtype && (problem.output_dtype() != DType::kFloat32 || problem.bias)) {
-    throw Error(ErrorKind::kInternal, "a matmul writes a wider C only as f32 and without bias");
+  if (problem.output_dtype() != problem.dtype && problem.output_dtype() != DType::kFloat32) {
+    throw Error(ErrorKind::kInternal, "a matmul writes a wider C only as f32");
   }
   // Empty products leave C as allocated: zeros, the sum over an empty k.
   if (problem.batch == 0 || problem.m == 0 || problem.n == 0 || problem.k == 0) return;
@@ -132,7 +132,7 @@ void DnnlMatmul::run(const MatmulProblem& problem, const void* a, const void* b,
     f32.c_dtype = DType::kUndefined;
     f32.constant_b = false;  // the widened copy is new on every call
     if (problem.output_dtype() == DType::kFloat32) {  // a wide C: the f32 product is the result
-      impl_->execute(f32, wide_a.data(), wide_b.data(), c, nullptr);
+      impl_->execute(f32, wide_a.data(), wide_b.data(), c, problem.bias ? wide_bias.data() : nullptr);
       return;
     }
     std::vector<float> wide_c(static_cast<size_t>(problem.batch * problem.m * problem.n));

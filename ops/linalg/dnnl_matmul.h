@@ -26,7 +26,8 @@ namespace weir {
 struct MatmulProblem {
   DType dtype = DType::kFloat32;  // of A, B and C alike, unless c_dtype says otherwise
   // C's dtype when wider than A's and B's (f32 from bf16/f16: a weight
-  // gradient summed over a batch, ops/wide_output.h); undefined: dtype.
+  // gradient summed over a batch, ops/wide_output.h; a FusedMatMul whose
+  // result is read in f32); undefined: dtype. A bias stays in dtype.
   DType c_dtype = DType::kUndefined;
   int64_t batch = 1;
   int64_t m = 0, k = 0, n = 0;

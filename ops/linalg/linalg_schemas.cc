@@ -206,8 +206,9 @@ void register_linalg_schemas(OpRegistry& registry) {
   fused.input("A", "T")
       .input("B", "T")
       .input("bias", "T", Arity::kOptional)
-      .output("Y", "T")
+      .output("Y", "")
       .type_constraint("T", {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16})
+      .attr(kOutputDtypeAttr, AttrType::kInt, Attribute(int64_t{0}))
       .attr("activation", AttrType::kString, Attribute("None"))
       .attr("activation_alpha", AttrType::kFloat, Attribute(0.0))
       .attr("activation_beta", AttrType::kFloat, Attribute(0.0))
@@ -216,8 +217,9 @@ void register_linalg_schemas(OpRegistry& registry) {
         const TensorType* b = ctx.input_type(1);
         if (a == nullptr || b == nullptr) return;
         FusedActivation::from_node(ctx.node());  // rejects an unknown activation at verification
+        const DType y_dtype = inferred_output_dtype(ctx, a->dtype);
         if (!a->shape.has_rank() || !b->shape.has_rank()) {
-          ctx.set_output_type(0, {a->dtype, Shape::unknown_rank()});
+          ctx.set_output_type(0, {y_dtype, Shape::unknown_rank()});
           return;
         }
         if (a->shape.rank() < 2 || b->shape.rank() != 2) {
@@ -235,10 +237,11 @@ void register_linalg_schemas(OpRegistry& registry) {
         }
         std::vector<Dim> dims = a->shape.dims();
         dims.back() = b->shape[1];
-        ctx.set_output_type(0, {a->dtype, Shape(std::move(dims))});
+        ctx.set_output_type(0, {y_dtype, Shape(std::move(dims))});
       })
       .doc("activation(A B + bias): A [..., M, K], B [K, N], bias [N]; attributes activation, activation_alpha, "
-           "activation_beta as FusedConv's");
+           "activation_beta as FusedConv's; output_dtype f32 writes bf16/f16 products in f32 (the "
+           "inference pipeline's wide_output_fusion)");
   registry.add(std::move(fused));
 }
 

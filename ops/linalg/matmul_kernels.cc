@@ -177,8 +177,16 @@ class FusedMatMulKernel final : public OpKernel {
     }
     std::vector<int64_t> out_sizes = a.sizes();
     out_sizes.back() = p.n;
-    Tensor& out = ctx.allocate_output(0, a.dtype(), out_sizes, KernelContext::Fill::kZeros);
+    const DType out_dtype = kernel_output_dtype(ctx, a.dtype());
+    Tensor& out = ctx.allocate_output(0, out_dtype, out_sizes, KernelContext::Fill::kZeros);
     if (p.m == 0 || p.n == 0) return;
+    if (out_dtype != a.dtype()) {
+      // A wide output (f32 from bf16/f16): oneDNN sums in f32 and writes it unrounded.
+      if (!DnnlMatmul::supports(p.dtype) || p.k == 0) {
+        ctx.fail("writes " + std::string(dtype_name(out_dtype)) + " from " + a.type_string() + " only through oneDNN, with K > 0");
+      }
+      p.c_dtype = out_dtype;
+    }
     if (DnnlMatmul::supports(p.dtype) && p.k > 0) {
       p.bias = bias != nullptr;
       p.activation = activation_;

@@ -1,9 +1,14 @@
 #include "ops/quantization/integer_conv.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 
+#include "core/error.h"
 #include "core/graph.h"
+#include "ops/nn/channels_last.h"
 #include "ops/nn/conv_problem.h"
+#include "ops/quantization/dnnl_int8_conv.h"
 #include "ops/quantization/quantization_common.h"
 #include "ops/shape_inference.h"
 #include "ops/threading.h"
@@ -119,12 +124,28 @@ class ConvIntegerKernel final : public OpKernel {
   }
 };
 
+// QLinearConv, and FusedQLinearConv (the same with a Relu, on channels-first
+// or channels-last data). oneDNN runs what it can (see DnnlInt8Conv); the
+// int32 loops run the rest, and everything when quantized_reference_forced().
 class QLinearConvKernel final : public OpKernel {
  public:
+  QLinearConvKernel(const Node& node, bool fused) {
+    constant_weights_ = node.num_inputs() > 3 && node.input(3) != nullptr && node.input(3)->is_constant();
+    if (fused) {
+      std::string activation = node.has_attr("activation") ? node.attr("activation").s() : "None";
+      if (activation != "None" && activation != "Relu") {
+        throw Error(ErrorKind::kInvalidArgument, "FusedQLinearConv '" + node.name() + "': activation '" + activation +
+                                                     "' is not None or Relu");
+      }
+      relu_ = activation == "Relu";
+      channels_last_ = conv_layout_is_channels_last(node);
+    }
+  }
+
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(3);
-    ConvProblem p = integer_conv_problem(ctx, x, w);
+    ConvProblem p = channels_last_ ? problem_channels_last(ctx, x, w) : integer_conv_problem(ctx, x, w);
     check_one_value(ctx, ctx.input(1), "x_scale");
     check_one_value(ctx, ctx.input(2), "x_zero_point");
     check_per_channel(ctx, ctx.input(4), p.out_channels, "w_scale");
@@ -143,65 +164,135 @@ class QLinearConvKernel final : public OpKernel {
     const std::vector<int32_t> w_zeros = zero_point_values(ctx, ctx.input(5), w.dtype(), "w_zero_point");
     const float y_scale = scale_values(ctx, ctx.input(6), "y_scale")[0];
     const int32_t out_zero = zero_point_values(ctx, y_zero, y_zero.dtype(), "y_zero_point")[0];
-    std::vector<int32_t> bias(static_cast<size_t>(p.out_channels), 0);
+    const Tensor* bias_tensor = nullptr;
     if (ctx.has_input(8)) {
-      const Tensor& b = ctx.input(8);
+      bias_tensor = &ctx.input(8);
+      const Tensor& b = *bias_tensor;
       if (b.dtype() != DType::kInt32 || b.rank() != 1 || b.num_elements() != p.out_channels) {
         ctx.fail("B " + b.type_string() + " must be i32 with one value per output channel (" +
                  std::to_string(p.out_channels) + ")");
       }
-      bias.assign(b.data<int32_t>(), b.data<int32_t>() + p.out_channels);
     }
-    std::vector<float> multipliers(static_cast<size_t>(p.out_channels));
-    for (size_t m = 0; m < multipliers.size(); ++m) {
-      multipliers[m] = x_scale * w_scales[w_scales.size() == 1 ? 0 : m] / y_scale;
-    }
+    // As the reference computes them: (x_scale * w_scale) / y_scale in f32.
+    std::vector<float> multipliers(w_scales.size());
+    for (size_t m = 0; m < multipliers.size(); ++m) multipliers[m] = x_scale * w_scales[m] / y_scale;
+    std::vector<int64_t> y_sizes = channels_last_ ? channels_last_order(p.out_sizes()) : p.out_sizes();
+    Tensor& y = ctx.allocate_output(0, y_zero.dtype(), y_sizes, KernelContext::Fill::kUninitialized);
+    if (y.num_elements() == 0) return;
 
+    bool weights_centered = std::all_of(w_zeros.begin(), w_zeros.end(), [](int32_t z) { return z == 0; });
+    if (!quantized_reference_forced() && w.dtype() == DType::kInt8 && weights_centered && x.num_elements() > 0) {
+      Int8ConvSetup setup{x.dtype(), y_zero.dtype(), multipliers, relu_, bias_tensor != nullptr, channels_last_,
+                          x_zero != 0, out_zero != 0};
+      Int8ConvRun run{x.raw_data(), x_zero, w.data<int8_t>(),
+                      bias_tensor != nullptr ? bias_tensor->data<int32_t>() : nullptr, out_zero, y.raw_data()};
+      if (dnnl_.forward(p, setup, run, constant_weights_)) return;
+    }
+    if (channels_last_) {
+      // The loops read channels-first: move the channel axis around them.
+      Tensor x_first = to_channel_order(x, /*last=*/false);
+      Tensor y_first = Tensor::uninitialized(y.dtype(), p.out_sizes());
+      reference(ctx, p, x_first, w, x_zero, w_zeros, bias_tensor, multipliers, out_zero, y_first);
+      Tensor moved = to_channel_order(y_first, /*last=*/true);
+      std::memcpy(y.raw_data(), moved.raw_data(), moved.nbytes());
+      return;
+    }
+    reference(ctx, p, x, w, x_zero, w_zeros, bias_tensor, multipliers, out_zero, y);
+  }
+
+ private:
+  ConvProblem problem_channels_last(const KernelContext& ctx, const Tensor& x, const Tensor& w) const {
+    if (!is_quantized_dtype(x.dtype()) || !is_quantized_dtype(w.dtype())) {
+      ctx.fail("x and w must be i8 or u8, got " + x.type_string() + " and " + w.type_string());
+    }
+    return conv_problem(ctx.node(), ConvKind::kForward, channels_first_order(x.sizes()), w.sizes());
+  }
+
+  // `t` (i8 or u8, rank >= 3) with its channel axis moved to the end (last)
+  // or from the end to position 1.
+  static Tensor to_channel_order(const Tensor& t, bool last) {
+    std::vector<int64_t> sizes = t.sizes();
+    std::vector<int64_t> out_sizes = last ? channels_last_order(sizes) : channels_first_order(sizes);
+    Tensor out = Tensor::uninitialized(t.dtype(), out_sizes);
+    const int64_t n = sizes[0];
+    const int64_t channels = last ? sizes[1] : sizes.back();
+    const int64_t plane = n == 0 || channels == 0 ? 0 : t.num_elements() / (n * channels);
+    const auto* in = static_cast<const uint8_t*>(t.raw_data());
+    auto* o = static_cast<uint8_t*>(out.raw_data());
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t i = 0; i < plane; ++i) {
+          int64_t first = (b * channels + c) * plane + i, last_index = (b * plane + i) * channels + c;
+          if (last) {
+            o[last_index] = in[first];
+          } else {
+            o[first] = in[last_index];
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  // The int32 loops: the reference, and the fallback for what oneDNN lacks.
+  void reference(const KernelContext&, const ConvProblem& p, const Tensor& x, const Tensor& w, int32_t x_zero,
+                 const std::vector<int32_t>& w_zeros, const Tensor* bias_tensor, const std::vector<float>& multipliers,
+                 int32_t out_zero, Tensor& y) const {
+    std::vector<int32_t> bias(static_cast<size_t>(p.out_channels), 0);
+    if (bias_tensor != nullptr) bias.assign(bias_tensor->data<int32_t>(), bias_tensor->data<int32_t>() + p.out_channels);
     const int64_t plane = p.out_plane();
     std::vector<int32_t> acc(static_cast<size_t>(p.batch * p.out_channels * plane));
     integer_conv(p, x, w, x_zero, w_zeros, acc.data());
-    Tensor& y = ctx.allocate_output(0, y_zero.dtype(), p.out_sizes(), KernelContext::Fill::kUninitialized);
-    dispatch_quantized(y_zero.dtype(), [&]<typename Q>() {
+    const bool relu = relu_;
+    dispatch_quantized(y.dtype(), [&]<typename Q>() {
       Q* out = y.data<Q>();
+      // Relu before quantization is a floor at the zero point after it.
+      const Q floor = relu ? static_cast<Q>(out_zero) : std::numeric_limits<Q>::min();
       int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(plane, 1));
       parallel_for(p.batch * p.out_channels, grain, [&](int64_t begin, int64_t end) {
         for (int64_t row = begin; row < end; ++row) {
           auto m = static_cast<size_t>(row % p.out_channels);
           const auto b = static_cast<uint32_t>(bias[m]);
+          const float multiplier = multipliers[multipliers.size() == 1 ? 0 : m];
           for (int64_t i = row * plane; i < (row + 1) * plane; ++i) {
             // The bias joins the sum in 32 bits, wrapping as the sum does.
             auto sum = static_cast<int32_t>(static_cast<uint32_t>(acc[static_cast<size_t>(i)]) + b);
-            out[i] = requantize<Q>(sum, multipliers[m], out_zero);
+            out[i] = std::max(requantize<Q>(sum, multiplier, out_zero), floor);
           }
         }
       });
     });
   }
+
+  bool constant_weights_ = false;
+  bool relu_ = false;
+  bool channels_last_ = false;
+  DnnlInt8Conv dnnl_;
 };
 
-// Output shape of a forward convolution of input `x_index` with weight
-// `w_index`: static where x's spatial sizes and w are, else fresh symbols.
-Shape integer_conv_shape(InferenceContext& ctx, size_t x_index, size_t w_index) {
-  const TensorType* x = ctx.input_type(x_index);
+// Output shape of a forward convolution of x (channels-first `x_shape`)
+// with weight `w_index`: static where x's spatial sizes and w are, else
+// fresh symbols.
+Shape integer_conv_shape(InferenceContext& ctx, const Shape& x_shape, size_t w_index) {
   const TensorType* w = ctx.input_type(w_index);
-  if (!x->shape.has_rank() || !w->shape.has_rank()) return Shape::unknown_rank();
-  int64_t rank = x->shape.rank();
+  if (!x_shape.has_rank() || !w->shape.has_rank()) return Shape::unknown_rank();
+  int64_t rank = x_shape.rank();
   if (rank < 3 || rank > 5 || w->shape.rank() != rank) {
-    ctx.fail("x " + x->shape.to_string() + " and w " + w->shape.to_string() +
+    ctx.fail("x " + x_shape.to_string() + " and w " + w->shape.to_string() +
              " must both be [N, C, spatial...] with 1 to 3 spatial axes");
   }
   std::vector<Dim> dims(static_cast<size_t>(rank));
-  dims[0] = x->shape[0];
+  dims[0] = x_shape[0];
   for (int64_t i = 1; i < rank; ++i) dims[static_cast<size_t>(i)] = symbolic_dim(ctx, static_cast<size_t>(i));
   if (!w->shape.is_static()) return Shape(std::move(dims));
   std::vector<int64_t> ws = w->shape.sizes();
   dims[1] = Dim(ws[0]);
   int64_t group = ctx.attr_int("group");
   std::vector<int64_t> xs(static_cast<size_t>(rank), 1);
-  xs[1] = x->shape[1].is_static() ? x->shape[1].size() : ws[1] * group;
+  xs[1] = x_shape[1].is_static() ? x_shape[1].size() : ws[1] * group;
   bool spatial_static = true;
   for (int64_t i = 2; i < rank; ++i) {
-    const Dim& d = x->shape[static_cast<size_t>(i)];
+    const Dim& d = x_shape[static_cast<size_t>(i)];
     spatial_static = spatial_static && d.is_static();
     xs[static_cast<size_t>(i)] = d.is_static() ? d.size() : ws[static_cast<size_t>(i)];
   }
@@ -221,28 +312,8 @@ OpSchema& conv_attributes(OpSchema& schema) {
       .attr("strides", AttrType::kInts);
 }
 
-}  // namespace
-
-void register_integer_conv_schemas(OpRegistry& registry) {
-  OpSchema integer("ConvInteger");
-  integer.input("x", "T1")
-      .input("w", "T2")
-      .input("x_zero_point", "T1", Arity::kOptional)
-      .input("w_zero_point", "T2", Arity::kOptional)
-      .output("y", "T3")
-      .type_constraint("T1", kQuantizedDTypes)
-      .type_constraint("T2", kQuantizedDTypes)
-      .type_constraint("T3", {DType::kInt32});
-  conv_attributes(integer)
-      .infer([](InferenceContext& ctx) {
-        if (ctx.input_type(0) == nullptr || ctx.input_type(1) == nullptr) return;
-        ctx.set_output_type(0, {DType::kInt32, integer_conv_shape(ctx, 0, 1)});
-      })
-      .doc(
-          "Conv of (x - x_zero_point) with (w - w_zero_point) in i32; w's zero point per tensor or per output channel");
-  registry.add(std::move(integer));
-
-  OpSchema qlinear("QLinearConv");
+OpSchema qlinear_conv_schema(const char* op_type, bool fused) {
+  OpSchema qlinear(op_type);
   qlinear.input("x", "T1")
       .input("x_scale", "F")
       .input("x_zero_point", "T1")
@@ -258,23 +329,64 @@ void register_integer_conv_schemas(OpRegistry& registry) {
       .type_constraint("T3", kQuantizedDTypes)
       .type_constraint("T4", {DType::kInt32})
       .type_constraint("F", {DType::kFloat32});
-  conv_attributes(qlinear)
+  conv_attributes(qlinear).infer([fused](InferenceContext& ctx) {
+    const TensorType* x = ctx.input_type(0);
+    const TensorType* zero = ctx.input_type(7);
+    if (x == nullptr || ctx.input_type(3) == nullptr || zero == nullptr) return;
+    bool last = fused && conv_layout_is_channels_last(ctx.node());
+    Shape y = integer_conv_shape(ctx, last ? channels_first_order(x->shape) : x->shape, 3);
+    ctx.set_output_type(0, {zero->dtype, last ? channels_last_order(y) : y});
+  });
+  if (!fused) {
+    qlinear.doc(
+        "ConvInteger plus the i32 bias B, requantized per output channel m: saturate(round(acc * x_scale * "
+        "w_scale[m] / y_scale) + y_zero_point), halves to even");
+    return qlinear;
+  }
+  qlinear.attr("activation", AttrType::kString, Attribute("None"))
+      .attr("layout", AttrType::kString, Attribute("NCHW"))
+      .doc(
+          "QLinearConv, then (activation Relu) at least y_zero_point, as Relu before QuantizeLinear gives; layout "
+          "NCHW or NHWC (channels last: x [N, spatial..., C], y [N, spatial..., M])");
+  return qlinear;
+}
+
+}  // namespace
+
+void register_integer_conv_schemas(OpRegistry& registry) {
+  OpSchema integer("ConvInteger");
+  integer.input("x", "T1")
+      .input("w", "T2")
+      .input("x_zero_point", "T1", Arity::kOptional)
+      .input("w_zero_point", "T2", Arity::kOptional)
+      .output("y", "T3")
+      .type_constraint("T1", kQuantizedDTypes)
+      .type_constraint("T2", kQuantizedDTypes)
+      .type_constraint("T3", {DType::kInt32});
+  conv_attributes(integer)
       .infer([](InferenceContext& ctx) {
-        const TensorType* zero = ctx.input_type(7);
-        if (ctx.input_type(0) == nullptr || ctx.input_type(3) == nullptr || zero == nullptr) return;
-        ctx.set_output_type(0, {zero->dtype, integer_conv_shape(ctx, 0, 3)});
+        if (ctx.input_type(0) == nullptr || ctx.input_type(1) == nullptr) return;
+        ctx.set_output_type(0, {DType::kInt32, integer_conv_shape(ctx, ctx.input_type(0)->shape, 1)});
       })
       .doc(
-          "ConvInteger plus the i32 bias B, requantized per output channel m: saturate(round(acc * x_scale * "
-          "w_scale[m] / y_scale) + y_zero_point), halves to even");
-  registry.add(std::move(qlinear));
+          "Conv of (x - x_zero_point) with (w - w_zero_point) in i32; w's zero point per tensor or per output channel");
+  registry.add(std::move(integer));
+
+  registry.add(qlinear_conv_schema("QLinearConv", /*fused=*/false));
+  // What qdq_fusion makes of DequantizeLinear -> Conv -> Relu ->
+  // QuantizeLinear: QLinearConv with the Relu (as a floor at y_zero_point,
+  // which is what Relu before QuantizeLinear is), on channels-first or
+  // channels-last data. Inference only.
+  registry.add(qlinear_conv_schema("FusedQLinearConv", /*fused=*/true));
 }
 
 void register_integer_conv_cpu_kernels(KernelRegistry& registry) {
   registry.add("ConvInteger", DeviceType::kCpu, kQuantizedDTypes,
                [](const Node&) { return std::make_unique<ConvIntegerKernel>(); });
   registry.add("QLinearConv", DeviceType::kCpu, kQuantizedDTypes,
-               [](const Node&) { return std::make_unique<QLinearConvKernel>(); });
+               [](const Node& node) { return std::make_unique<QLinearConvKernel>(node, /*fused=*/false); });
+  registry.add("FusedQLinearConv", DeviceType::kCpu, kQuantizedDTypes,
+               [](const Node& node) { return std::make_unique<QLinearConvKernel>(node, /*fused=*/true); });
 }
 
 }  // namespace weir

@@ -10,6 +10,10 @@
 // to that sum and requantizes it per output channel m: saturate(round(acc *
 // (x_scale * w_scale[m] / y_scale)) + y_zero_point) in f32, halves to even,
 // in y_zero_point's type. Sums wrap in 32 bits, as ONNX allows.
+// FusedQLinearConv (Weir's, made by qdq_fusion) adds a Relu (a floor at
+// y_zero_point) and a channels-last layout. QLinearConv and FusedQLinearConv
+// run on oneDNN's int8 convolution where it applies (s8 weights with zero
+// points 0: dnnl_int8_conv.h), else on the int32 loops here.
 #pragma once
 
 #include "core/op_schema.h"

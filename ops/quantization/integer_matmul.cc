@@ -6,6 +6,7 @@
 #include "core/shape.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/matmul_shapes.h"
+#include "ops/quantization/dnnl_int8_matmul.h"
 #include "ops/quantization/quantization_common.h"
 #include "ops/shape_inference.h"
 #include "ops/threading.h"
@@ -145,8 +146,23 @@ void integer_matmul(const Tensor& a, const Tensor& b, const MatmulShapes& s, con
   int_gemm(s.m, s.n, s.k, gemm);
 }
 
+// Whether oneDNN can take this product: B s8 with rank <= 2 (A's batch axes
+// then fold into rows) and zero points all 0, A's zero point (and scale)
+// one value; and the reference loops are not forced.
+bool dnnl_eligible(const Tensor& b, const MatmulShapes& s, const OperandZeros& a_zeros, const OperandZeros& b_zeros) {
+  if (quantized_reference_forced() || b.dtype() != DType::kInt8 || b.rank() > 2 || !s.b_batch.empty()) return false;
+  if (a_zeros.values.size() != 1) return false;
+  return std::all_of(b_zeros.values.begin(), b_zeros.values.end(), [](int32_t z) { return z == 0; });
+}
+
+bool is_constant_input(const Node& node, size_t index) {
+  return node.num_inputs() > index && node.input(index) != nullptr && node.input(index)->is_constant();
+}
+
 class MatMulIntegerKernel final : public OpKernel {
  public:
+  explicit MatMulIntegerKernel(const Node& node) : constant_b_(is_constant_input(node, 1)) {}
+
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
@@ -156,12 +172,25 @@ class MatMulIntegerKernel final : public OpKernel {
     OperandZeros b_zeros = operand_zeros(ctx, ctx.has_input(3) ? &ctx.input(3) : nullptr, b.dtype(), s.b_batch, s.n,
                                          /*rows=*/false, "b_zero_point");
     Tensor& y = ctx.allocate_output(0, DType::kInt32, s.out_sizes, KernelContext::Fill::kUninitialized);
+    if (dnnl_eligible(b, s, a_zeros, b_zeros)) {
+      Int8MatmulSetup setup{a.dtype(), DType::kInt32, {}, a_zeros.values[0] != 0, false};
+      if (dnnl_.run(sizes_product(s.a_batch) * s.m, s.k, s.n, setup,
+                    {a.raw_data(), a_zeros.values[0], b.data<int8_t>(), 0, y.raw_data()}, constant_b_)) {
+        return;
+      }
+    }
     integer_matmul(a, b, s, a_zeros, b_zeros, y.data<int32_t>());
   }
+
+ private:
+  bool constant_b_;
+  DnnlInt8Matmul dnnl_;
 };
 
 class QLinearMatMulKernel final : public OpKernel {
  public:
+  explicit QLinearMatMulKernel(const Node& node) : constant_b_(is_constant_input(node, 3)) {}
+
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(3);
@@ -183,9 +212,25 @@ class QLinearMatMulKernel final : public OpKernel {
     const int32_t out_zero = zero_point_values(ctx, y_zero, y_zero.dtype(), "y_zero_point")[0];
 
     const int64_t items = sizes_product(s.out_batch), per_item = s.m * s.n;
+    Tensor& y = ctx.allocate_output(0, y_zero.dtype(), s.out_sizes, KernelContext::Fill::kUninitialized);
+    if (a_scales.size() == 1 && dnnl_eligible(b, s, a_zeros, b_zeros)) {
+      // As the reference computes them: (a_scale * b_scale) / y_scale in f32.
+      std::vector<float> multipliers;
+      if (b_scales.size() == 1) {
+        multipliers.push_back(a_scales[0] * b_scales[0] / out_scale);
+      } else {
+        for (int64_t j = 0; j < s.n; ++j) {
+          multipliers.push_back(a_scales[0] * b_scales[static_cast<size_t>(b_zeros.params.index(0, j))] / out_scale);
+        }
+      }
+      Int8MatmulSetup setup{a.dtype(), y_zero.dtype(), multipliers, a_zeros.values[0] != 0, out_zero != 0};
+      if (dnnl_.run(sizes_product(s.a_batch) * s.m, s.k, s.n, setup,
+                    {a.raw_data(), a_zeros.values[0], b.data<int8_t>(), out_zero, y.raw_data()}, constant_b_)) {
+        return;
+      }
+    }
     std::vector<int32_t> acc(static_cast<size_t>(items * per_item));
     integer_matmul(a, b, s, a_zeros, b_zeros, acc.data());
-    Tensor& y = ctx.allocate_output(0, y_zero.dtype(), s.out_sizes, KernelContext::Fill::kUninitialized);
     auto run = [&]<typename Q>() {
       Q* out = y.data<Q>();
       int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.n, 1));
@@ -217,6 +262,9 @@ class QLinearMatMulKernel final : public OpKernel {
                scale.type_string());
     }
   }
+
+  bool constant_b_;
+  DnnlInt8Matmul dnnl_;
 };
 
 // Output type of a matmul of inputs `a_index` and `b_index`, NumPy's rules.
@@ -293,9 +341,9 @@ void register_integer_matmul_schemas(OpRegistry& registry) {
 
 void register_integer_matmul_cpu_kernels(KernelRegistry& registry) {
   registry.add("MatMulInteger", DeviceType::kCpu, kQuantizedDTypes,
-               [](const Node&) { return std::make_unique<MatMulIntegerKernel>(); });
+               [](const Node& node) { return std::make_unique<MatMulIntegerKernel>(node); });
   registry.add("QLinearMatMul", DeviceType::kCpu, kQuantizedDTypes,
-               [](const Node&) { return std::make_unique<QLinearMatMulKernel>(); });
+               [](const Node& node) { return std::make_unique<QLinearMatMulKernel>(node); });
 }
 
 }  // namespace weir

@@ -9,6 +9,9 @@
 // requantizes it: saturate(round(acc * (a_scale * b_scale / y_scale)) +
 // y_zero_point) in f32, halves to even, in y_zero_point's type; a's and b's
 // scales lie like their zero points. Sums wrap in 32 bits, as ONNX allows.
+// Both run on oneDNN's int8 matmul where it applies (B s8 of rank <= 2 with
+// zero points 0, A's parameters one value: dnnl_int8_matmul.h), else on the
+// int32 loops here.
 #pragma once
 
 #include "core/op_schema.h"

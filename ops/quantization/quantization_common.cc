@@ -1,10 +1,28 @@
 #include "ops/quantization/quantization_common.h"
 
 #include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "ops/threading.h"
 
 namespace weir {
+
+namespace {
+std::atomic<int> forced_by_tests{0};
+}  // namespace
+
+bool quantized_reference_forced() {
+  static const bool by_environment = [] {
+    const char* value = std::getenv("WEIR_QUANTIZED_REFERENCE");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return by_environment || forced_by_tests.load(std::memory_order_relaxed) > 0;
+}
+
+ScopedQuantizedReference::ScopedQuantizedReference() { forced_by_tests.fetch_add(1); }
+ScopedQuantizedReference::~ScopedQuantizedReference() { forced_by_tests.fetch_sub(1); }
 
 std::vector<float> scale_values(const KernelContext& ctx, const Tensor& scale, const std::string& name) {
   if (scale.dtype() != DType::kFloat32) ctx.fail(name + " must be f32, got " + scale.type_string());

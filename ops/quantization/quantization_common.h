@@ -42,6 +42,23 @@ inline Q requantize(int32_t accumulator, float multiplier, int32_t zero_point) {
   return saturate_round<Q>(static_cast<float>(accumulator) * multiplier, zero_point);
 }
 
+// Whether the quantized conv and matmul kernels must run their reference
+// loops (the int32 code below) instead of oneDNN: WEIR_QUANTIZED_REFERENCE=1
+// (read once), or a ScopedQuantizedReference alive in a test that compares
+// the two paths. The reference is also what runs wherever oneDNN cannot
+// (u8 or nonzero-zero-point weights, per-row scales, 3-D problems it refuses).
+bool quantized_reference_forced();
+
+// Forces the reference loops while it lives, for kernels on every thread
+// (tests and benchmarks only).
+class ScopedQuantizedReference {
+ public:
+  ScopedQuantizedReference();
+  ~ScopedQuantizedReference();
+  ScopedQuantizedReference(const ScopedQuantizedReference&) = delete;
+  ScopedQuantizedReference& operator=(const ScopedQuantizedReference&) = delete;
+};
+
 // The values of a scale input, which must be f32 (ONNX asks nothing more:
 // a zero scale quantizes to the saturated ends, as the division says).
 std::vector<float> scale_values(const KernelContext& ctx, const Tensor& scale, const std::string& name);

@@ -188,6 +188,34 @@ class SinkTransposeRule final : public RewriteRule {
   std::vector<std::string> ops_;
 };
 
+// QuantizeLinear / DequantizeLinear of a back-Transpose, with one scale and
+// zero point: elementwise, so the Transpose moves below it (the QDQ pairs
+// between int8 convs then let the Transposes meet and cancel).
+class SinkTransposeThroughQuantizationRule final : public RewriteRule {
+ public:
+  std::string name() const override { return "sink_transpose_through_quantization"; }
+  std::vector<std::string> root_ops() const override { return {"QuantizeLinear", "DequantizeLinear"}; }
+
+  bool apply(Node& op, Rewriter& rw) override {
+    if (op.num_inputs() < 2 || op.num_outputs() != 1 || op.input(0) == nullptr) return false;
+    Node* transpose = op.input(0)->producer();
+    if (!is_channels_first_transpose(transpose)) return false;
+    for (size_t i = 1; i < op.num_inputs(); ++i) {
+      const Value* param = op.input(i);
+      if (param != nullptr && (!param->type().shape.is_static() || param->type().shape.num_elements() != 1)) return false;
+    }
+    const int64_t rank = static_cast<int64_t>(transpose_perm(*transpose).size());
+    if (!op.output(0)->type().shape.has_rank() || op.output(0)->type().shape.rank() != rank) return false;
+    std::vector<Value*> inputs = op.inputs();
+    inputs[0] = transpose->input(0);
+    Node* moved = rw.create(op, op.op_type(), inputs, 1, op.attributes(), rw.graph().unique_name(op.name() + "_nhwc"));
+    moved->output(0)->set_type(permuted(op.output(0)->type(), to_last_perm(rank)));
+    Node* back = add_transpose(rw.graph(), moved->output(0), to_first_perm(rank), op.name() + "_to_nchw", op.device());
+    rw.replace(op, back->output(0));
+    return true;
+  }
+};
+
 // The channels-first input transpose of `op` (its input 0), when there is one.
 Node* channels_first_input(const Node& op) {
   if (op.num_inputs() == 0 || op.input(0) == nullptr) return nullptr;
@@ -300,6 +328,19 @@ std::vector<std::string> elementwise_ops(const PassContext& context) {
   return ops;
 }
 
+// An int8 conv (QLinearConv, FusedQLinearConv) with constant weights on
+// channels-first data: it becomes a channels-last FusedQLinearConv.
+bool int8_convertible(const Node& node) {
+  if (!node.domain().empty() || (node.op_type() != "QLinearConv" && node.op_type() != "FusedQLinearConv")) return false;
+  if (node.op_type() == "FusedQLinearConv" && conv_layout_is_channels_last(node)) return false;
+  if (node.num_inputs() < 8 || node.input(0) == nullptr || node.input(3) == nullptr || !node.input(3)->is_constant()) {
+    return false;
+  }
+  if (!node.control_inputs().empty() || !node.control_outputs().empty()) return false;
+  const Shape& x = node.input(0)->type().shape;
+  return x.has_rank() && x.rank() >= 3 && x.rank() <= 5 && node.output(0)->type().shape.has_rank();
+}
+
 bool convertible(const Node& node) {
   if (!node.domain().empty() || (node.op_type() != "Conv" && node.op_type() != "FusedConv")) return false;
   if (node.op_type() == "FusedConv" && conv_layout_is_channels_last(node)) return false;
@@ -321,6 +362,20 @@ bool ChannelsLastLayout::run(Graph& graph, PassContext& context) {
   bool changed = false;
   Rewriter rw(graph, context);
   for (Node* conv : graph.nodes()) {
+    if (!rw.removed(conv) && int8_convertible(*conv) && context.registry().find("FusedQLinearConv") != nullptr) {
+      int64_t rank = conv->input(0)->type().shape.rank();
+      std::map<std::string, Attribute> attributes = conv->attributes();
+      attributes["layout"] = Attribute("NHWC");
+      if (!attributes.count("activation")) attributes["activation"] = Attribute("None");
+      std::vector<Value*> inputs = conv->inputs();
+      inputs[0] = to_channels_last(graph, conv->input(0), rank, conv->device());
+      Node* fused = rw.create(*conv, "FusedQLinearConv", inputs, 1, attributes, graph.unique_name(conv->name() + "_nhwc"));
+      fused->output(0)->set_type(permuted(conv->output(0)->type(), to_last_perm(rank)));
+      Node* back = add_transpose(graph, fused->output(0), to_first_perm(rank), conv->name() + "_to_nchw", conv->device());
+      rw.replace(*conv, back->output(0));
+      changed = true;
+      continue;
+    }
     if (rw.removed(conv) || !convertible(*conv)) continue;
     Value* x = conv->input(0);
     Value* y = conv->output(0);
@@ -346,6 +401,7 @@ bool ChannelsLastLayout::run(Graph& graph, PassContext& context) {
                        rules.push_back(std::make_unique<SinkTransposeThroughPoolRule>());
                        rules.push_back(std::make_unique<SinkTransposeThroughGlobalPoolRule>());
                        rules.push_back(std::make_unique<SinkTransposeThroughConcatRule>());
+                       rules.push_back(std::make_unique<SinkTransposeThroughQuantizationRule>());
                        return rules;
                      }(),
                      /*max_sweeps=*/64);

@@ -4,7 +4,10 @@
 //
 // Each f32/bf16 Conv or FusedConv with constant weights becomes a FusedConv
 // with layout NHWC between two Transposes (to channels-last before it, back
-// after it). Local rules then move the back-Transposes below elementwise ops
+// after it); each int8 QLinearConv or FusedQLinearConv with constant
+// weights, a FusedQLinearConv with layout NHWC, the same way (the
+// Transposes then sink through per-tensor QuantizeLinear and
+// DequantizeLinear too). Local rules then move the back-Transposes below elementwise ops
 // (Relu, Add of two such values, Add of a per-channel constant, ...),
 // Concat (onto the moved axis), MaxPool/AveragePool (into ChannelsLastPool,
 // where oneDNN has the window) and global pools (into ReduceMean/ReduceMax

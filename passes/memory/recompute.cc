@@ -10,7 +10,9 @@
 
 #include "core/error.h"
 #include "core/type_inference.h"
+#include "passes/analysis/flop_estimate.h"
 #include "passes/graph_match.h"
+#include "passes/memory/recompute_choice.h"
 
 namespace weir {
 
@@ -22,12 +24,6 @@ Value* find_loss(const Graph& graph, const std::string& loss) {
     throw Error(ErrorKind::kInvalidArgument, "recompute: the loss '" + loss + "' is not a value of graph '" + graph.name() + "'");
   }
   return value;
-}
-
-// Communication and writes to persistent state must happen once per step.
-bool recomputable(const Node& node, const OpRegistry& registry) {
-  const OpSchema* schema = registry.find(node.op_type(), node.domain());
-  return schema != nullptr && !schema->has(OpTrait::kSideEffects) && !schema->has(OpTrait::kCollective);
 }
 
 // Every node reachable from `root` through data and control edges.
@@ -50,8 +46,26 @@ std::unordered_set<const Node*> descendants(const Node* root) {
   return seen;
 }
 
-// Checkpoints for `segments` even segments of the candidates.
-std::vector<std::string> evenly_spaced(const std::vector<std::string>& candidates, int segments) {
+std::string format_bytes(int64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%lld bytes (%.1f MiB)", static_cast<long long>(bytes), static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+}  // namespace
+
+bool recomputable(const Node& node, const OpRegistry& registry) {
+  // Communication and writes to persistent state must happen once per step.
+  const OpSchema* schema = registry.find(node.op_type(), node.domain());
+  return schema != nullptr && !schema->has(OpTrait::kSideEffects) && !schema->has(OpTrait::kCollective);
+}
+
+bool views_input(const Node& node, const OpRegistry& registry) {
+  const OpSchema* schema = registry.find(node.op_type(), node.domain());
+  return schema != nullptr && schema->has(OpTrait::kViewOfInput) && node.num_inputs() > 0;
+}
+
+std::vector<std::string> evenly_spaced_checkpoints(const std::vector<std::string>& candidates, int segments) {
   std::vector<std::string> chosen;
   const int m = static_cast<int>(candidates.size());
   for (int j = 1; j < segments; ++j) {
@@ -61,14 +75,6 @@ std::vector<std::string> evenly_spaced(const std::vector<std::string>& candidate
   }
   return chosen;
 }
-
-std::string format_bytes(int64_t bytes) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%lld bytes (%.1f MiB)", static_cast<long long>(bytes), static_cast<double>(bytes) / (1 << 20));
-  return text;
-}
-
-}  // namespace
 
 std::vector<std::string> recompute_candidates(const Graph& graph, const std::string& loss_name) {
   const Value* loss = find_loss(graph, loss_name);
@@ -115,7 +121,8 @@ std::vector<std::string> recompute_candidates(const Graph& graph, const std::str
 }
 
 int apply_recompute(Graph& graph, const std::string& loss_name, const std::vector<std::string>& checkpoints,
-                    const OpRegistry& registry) {
+                    const OpRegistry& registry, int64_t* recomputed_flops) {
+  if (recomputed_flops != nullptr) *recomputed_flops = 0;
   Value* loss = find_loss(graph, loss_name);
   std::unordered_set<const Node*> forward = nodes_feeding(loss);
   std::unordered_set<const Value*> kept = {loss};
@@ -132,9 +139,14 @@ int apply_recompute(Graph& graph, const std::string& loss_name, const std::vecto
     }
     kept.insert(value);
   }
+  // A view of an available value is available: keeping it costs no memory.
   auto available = [&](const Value* v) {
-    const Node* producer = v->producer();
-    return producer == nullptr || !forward.count(producer) || kept.count(v) || !recomputable(*producer, registry);
+    while (true) {
+      const Node* producer = v->producer();
+      if (producer == nullptr || !forward.count(producer) || kept.count(v) || !recomputable(*producer, registry)) return true;
+      if (v->producer_output() != 0 || !views_input(*producer, registry) || producer->input(0) == nullptr) return false;
+      v = producer->input(0);
+    }
   };
 
   struct Read {
@@ -273,6 +285,9 @@ int apply_recompute(Graph& graph, const std::string& loss_name, const std::vecto
     if (node->stream().empty() && (schema == nullptr || !schema->has(OpTrait::kCollective))) node->set_stream(kRecomputeStream);
   }
   infer_graph_types(graph, registry);
+  if (recomputed_flops != nullptr) {
+    for (const Node* clone : clone_list) *recomputed_flops += estimated_flops(*clone);
+  }
   return static_cast<int>(clones.size());
 }
 
@@ -280,69 +295,71 @@ bool Recompute::run(Graph& graph, PassContext& context) {
   const OpRegistry& registry = context.registry();
   chosen_.clear();
   recomputed_ = 0;
-  peak_before_ = peak_after_ = 0;
+  recomputed_flops_ = forward_flops_ = 0;
+  peak_before_ = peak_after_ = budget_ = 0;
+  evaluations_ = 0;
   if (options_.memory_budget > 0 && !options_.estimate_peak) {
     throw Error(ErrorKind::kInvalidArgument, "recompute: a memory budget needs a peak estimator (estimate_peak)");
   }
+  {
+    const Value* loss = find_loss(graph, options_.loss);
+    for (const Node* node : nodes_feeding(loss)) forward_flops_ += estimated_flops(*node);
+  }
   // The estimator may place the graph it is given: it gets a copy.
   auto peak_of = [&](const Graph& g) { return options_.estimate_peak(*g.clone()); };
-  auto estimate = [&](const std::vector<std::string>& checkpoints, int* cloned) {
-    std::unique_ptr<Graph> trial = graph.clone();
-    *cloned = apply_recompute(*trial, options_.loss, checkpoints, registry);
-    return options_.estimate_peak(*trial);
-  };
   if (options_.estimate_peak) peak_before_ = peak_of(graph);
 
   if (!options_.automatic) {
     chosen_ = options_.checkpoints;
-  } else {
+  } else if (!options_.estimate_peak) {
     std::vector<std::string> candidates = recompute_candidates(graph, options_.loss);
     if (candidates.empty()) return false;
     const int m = static_cast<int>(candidates.size());
-    if (!options_.estimate_peak) {
-      chosen_ = evenly_spaced(candidates, std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(m))))));
+    chosen_ = evenly_spaced_checkpoints(candidates, std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(m))))));
+  } else {
+    const bool explicit_budget = options_.memory_budget > 0;
+    budget_ = explicit_budget ? options_.memory_budget : options_.segments_only ? 0 : peak_before_ / kDefaultBudgetDivisor;
+    if (peak_before_ <= budget_) {
+      peak_after_ = peak_before_;
+      return false;  // fits as it is: nothing to recompute
+    }
+    auto evaluate = [&](const std::vector<std::string>& checkpoints) {
+      RecomputeTrial trial;
+      trial.checkpoints = checkpoints;
+      std::unique_ptr<Graph> copy = graph.clone();
+      trial.cloned = apply_recompute(*copy, options_.loss, checkpoints, registry, &trial.flops);
+      trial.peak = options_.estimate_peak(*copy);
+      return trial;
+    };
+    RecomputeSearch search = choose_checkpoints(graph, options_.loss, budget_, evaluate, registry, options_.segments_only);
+    evaluations_ = search.evaluations;
+    if (!search.fits && !options_.segments_only) {
+      // Out of reach: the lowest peak is wanted, and the finer spread of
+      // segment counts (everything between them recomputed) may go lower.
+      RecomputeSearch segments = choose_checkpoints(graph, options_.loss, 0, evaluate, registry, /*segments_only=*/true);
+      evaluations_ += segments.evaluations;
+      if (segments.evaluations > 0 && (search.evaluations == 0 || segments.lowest.peak < search.lowest.peak)) {
+        search.lowest = std::move(segments.lowest);
+      }
+      search.evaluations += segments.evaluations;
+    }
+    if (search.fits) {
+      chosen_ = search.best.checkpoints;
+    } else if (!explicit_budget && search.evaluations > 0 && search.lowest.peak < peak_before_) {
+      chosen_ = search.lowest.checkpoints;  // the default budget is a wish: the lowest peak reachable instead
+    } else if (!explicit_budget) {
+      peak_after_ = peak_before_;
+      return false;
     } else {
-      if (options_.memory_budget > 0 && peak_before_ <= options_.memory_budget) {
-        peak_after_ = peak_before_;
-        return false;  // fits as it is: nothing to recompute
-      }
-      // Every segment count when there are few candidates, else a spread of them.
-      std::vector<int> counts;
-      const int step = std::max(1, (m + 1) / 64);
-      for (int k = 1; k <= m + 1; k += step) counts.push_back(k);
-      counts.push_back(static_cast<int>(std::lround(std::sqrt(static_cast<double>(m)))));
-      struct Trial {
-        std::vector<std::string> checkpoints;
-        int64_t peak;
-        int cloned;
-      };
-      std::vector<Trial> trials;
-      for (int k : counts) {
-        Trial trial{evenly_spaced(candidates, std::max(1, k)), 0, 0};
-        trial.peak = estimate(trial.checkpoints, &trial.cloned);
-        trials.push_back(std::move(trial));
-      }
-      const Trial* best = nullptr;
-      for (const Trial& trial : trials) {
-        bool fits = options_.memory_budget <= 0 || trial.peak <= options_.memory_budget;
-        if (!fits) continue;
-        bool better = best == nullptr ||
-                      (options_.memory_budget > 0 ? std::tie(trial.cloned, trial.peak) < std::tie(best->cloned, best->peak)
-                                                  : std::tie(trial.peak, trial.cloned) < std::tie(best->peak, best->cloned));
-        if (better) best = &trial;
-      }
-      if (best == nullptr) {
-        const Trial& lowest = *std::min_element(trials.begin(), trials.end(), [](const Trial& a, const Trial& b) { return a.peak < b.peak; });
-        throw Error(ErrorKind::kInvalidArgument,
-                    "recompute: the memory budget of " + format_bytes(options_.memory_budget) +
-                        " cannot be met: the lowest estimated peak with recompute is " + format_bytes(lowest.peak) +
-                        " (" + std::to_string(lowest.checkpoints.size()) + " checkpoints); without recompute it is " +
-                        format_bytes(peak_before_));
-      }
-      chosen_ = best->checkpoints;
+      throw Error(ErrorKind::kInvalidArgument,
+                  "recompute: the memory budget of " + format_bytes(options_.memory_budget) +
+                      " cannot be met: the lowest estimated peak with recompute is " + format_bytes(search.lowest.peak) +
+                      " (" + std::to_string(search.lowest.checkpoints.size()) + " values kept, " +
+                      std::to_string(search.lowest.cloned) + " nodes recomputed); without recompute it is " +
+                      format_bytes(peak_before_));
     }
   }
-  recomputed_ = apply_recompute(graph, options_.loss, chosen_, registry);
+  recomputed_ = apply_recompute(graph, options_.loss, chosen_, registry, &recomputed_flops_);
   if (options_.estimate_peak) peak_after_ = peak_of(graph);
   return recomputed_ > 0;
 }

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/type_inference.h"
 #include "ops/kernel.h"
+#include "ops/wide_output.h"
 
 namespace weir {
 
@@ -15,11 +16,16 @@ namespace {
 enum class Precision { kAllow, kDeny, kFollow };
 
 // The inputs whose dtype is the op's compute dtype: those bound to the same
-// type parameter as output 0 ("T" of MatMul's A and B, not Dropout's ratio).
+// type parameter as output 0 ("T" of MatMul's A and B, not Dropout's ratio),
+// or, for an op whose output may be wider than its inputs (Gemm and
+// FusedMatMul, ops/wide_output.h: output 0 has no type parameter), as input 0.
 std::vector<size_t> compute_inputs(const Node& node, const OpSchema& schema) {
   std::vector<size_t> indices;
   if (node.num_outputs() == 0 || schema.outputs().empty()) return indices;
-  const std::string& type_param = schema.output_param(0).type_param;
+  std::string type_param = schema.output_param(0).type_param;
+  if (type_param.empty() && schema.find_attr(kOutputDtypeAttr) != nullptr && schema.max_inputs() > 0) {
+    type_param = schema.input_param(0).type_param;
+  }
   if (type_param.empty()) return indices;
   for (size_t i = 0; i < node.num_inputs(); ++i) {
     if (node.input(i) != nullptr && i < schema.max_inputs() && schema.input_param(i).type_param == type_param) {
@@ -108,14 +114,15 @@ bool AutoMixedPrecision::run(Graph& graph, PassContext& context) {
     bool run_low = precision == Precision::kAllow || (precision == Precision::kFollow && any_low);
     if (run_low && !has_low_kernel(*node)) run_low = false;
     const DType target = run_low ? low : DType::kFloat32;
-    bool changed = false;
     for (size_t i : typed) {
       Value* input = node->input(i);
       if (input->dtype() == target || (input->dtype() != low && input->dtype() != DType::kFloat32)) continue;
       node->set_input(i, cast(input, target, *node));
-      changed = true;
     }
-    if (changed) infer_node_types(*node, registry);
+    // Re-inferred even when no input changed here: an input may have become
+    // low earlier in this walk (a following Identity), and the graph
+    // outputs' check below reads the dtypes.
+    infer_node_types(*node, registry);
     if (run_low) ++low_nodes_;
   }
 

@@ -57,6 +57,9 @@ class RecomputeStep final : public Pass {
     result.recomputed_nodes = pass.recomputed_nodes();
     result.peak_bytes_before_recompute = pass.peak_before();
     result.peak_bytes_after_recompute = pass.peak_after();
+    result.recomputed_flops = pass.recomputed_flops();
+    result.forward_flops = pass.forward_flops();
+    result.recompute_budget_bytes = pass.budget();
     return changed;
   }
 

@@ -31,8 +31,8 @@ struct TrainingGraph {
   std::vector<std::string> optimizer_state{};
   // With a Strategy: AMP (low-precision nodes, casts inserted), dynamic loss
   // scaling (the persistent scale, empty when off) and recompute (the
-  // checkpoints kept, the nodes cloned, the estimated peak bytes before
-  // and after).
+  // checkpoints kept, the nodes cloned and their FLOPs, the estimated
+  // peak bytes before and after, the budget).
   int amp_low_precision_nodes = 0;
   int amp_casts = 0;
   int amp_f32_gradient_sums = 0;  // gradient sums written in f32 instead of cast up (F32GradientAccumulation)
@@ -41,6 +41,9 @@ struct TrainingGraph {
   int recomputed_nodes = 0;
   int64_t peak_bytes_before_recompute = 0;
   int64_t peak_bytes_after_recompute = 0;
+  int64_t recomputed_flops = 0;       // estimated FLOPs of the cloned nodes
+  int64_t forward_flops = 0;          // ... and of the forward pass, for comparison
+  int64_t recompute_budget_bytes = 0; // the budget the automatic choice met (0: none)
   // Data parallel: the ranks the step is each rank's program for (1: not
   // data parallel), the AllReduce nodes added and the bytes they average
   // per step on each rank (a ring allreduce sends 2(N-1)/N times that).

@@ -3,6 +3,7 @@
 // verification, levels and names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -186,6 +187,88 @@ TEST(InferencePipeline, ZooModelsGiveTheSameLogits) {
     std::printf("%s: %zu nodes -> %zu\n", name.c_str(), model.graph->num_nodes(), optimized->num_nodes());
     expect_same_outputs(*model.graph, *optimized, {{model.input, x}}, 1e-5);
   }
+}
+
+// Inference in bf16 (--amp bf16): the convs and matmuls (fused or not) read
+// bf16, the constant weights are stored in bf16 (no Cast reads a constant:
+// the second constant folding took them), the outputs keep their f32 type,
+// and the logits stay within bf16's error of the f32 pipeline's.
+TEST(InferencePipeline, AmpBf16RunsTheConvsAndMatmulsInBf16) {
+  // (Not MobileNetV2: at this size and initial BatchNorm statistics its
+  // features fade to nothing and the logits are the classifier's bias.)
+  for (std::string name : {"resnet18", "squeezenet", "bert"}) {
+    SCOPED_TRACE(name);
+    models::ZooOptions zoo{.classes = 10, .in_channels = 3, .image_size = 32, .layers = 2, .hidden = 32, .heads = 4, .seq = 6, .vocab = 20};
+    models::ClassifierGraph model = models::build_classifier(name, 2, /*training=*/false, zoo);
+    auto f32 = model.graph->clone();
+    auto bf16 = model.graph->clone();
+    PassContext ctx;
+    inference_pipeline(3)->run(*f32, ctx);
+    inference_pipeline(3, {}, DType::kBFloat16)->run(*bf16, ctx);
+    int low_compute = 0, casts = 0;
+    for (const Node* node : bf16->nodes()) {
+      const std::string& op = node->op_type();
+      if (op == "Cast") {
+        ++casts;
+        EXPECT_FALSE(node->input(0)->is_constant()) << node->name() << " casts a constant at every run";
+      }
+      if (op == "FusedConv" || op == "Conv" || op == "FusedMatMul" || op == "MatMul" || op == "Gemm" || op == "Attention") {
+        EXPECT_EQ(node->input(0)->dtype(), DType::kBFloat16) << node->name() << " (" << op << ")";
+        if (node->num_inputs() > 1) {
+          EXPECT_EQ(node->input(1)->dtype(), DType::kBFloat16) << node->name();
+        }
+        ++low_compute;
+      }
+    }
+    EXPECT_GT(low_compute, 2);
+    EXPECT_GT(casts, 0);
+    for (const Value* out : bf16->outputs()) EXPECT_EQ(out->dtype(), DType::kFloat32) << out->name();
+
+    std::vector<int64_t> sizes = {2};
+    sizes.insert(sizes.end(), model.example_shape.begin(), model.example_shape.end());
+    Tensor x(model.input_dtype, sizes);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      if (model.input_dtype == DType::kInt64) {
+        x.data<int64_t>()[i] = (i * 7) % 20;
+      } else {
+        x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 101.0f;
+      }
+    }
+    std::vector<Tensor> a = evaluate_graph(*f32, {{model.input, x}}), b = evaluate_graph(*bf16, {{model.input, x}});
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(b[0].dtype(), DType::kFloat32);
+    double diff = 0, norm = 0;
+    for (int64_t j = 0; j < a[0].num_elements(); ++j) {
+      double d = a[0].data<float>()[j] - b[0].data<float>()[j];
+      diff += d * d;
+      norm += static_cast<double>(a[0].data<float>()[j]) * a[0].data<float>()[j];
+    }
+    double relative_l2 = std::sqrt(diff / norm);
+    std::printf("%s: %d low-precision convs/matmuls, %d casts, logits relative L2 %.3g\n", name.c_str(), low_compute,
+                casts, relative_l2);
+    EXPECT_GT(relative_l2, 0) << "bf16 cannot be exact: did anything run in bf16?";
+    EXPECT_LT(relative_l2, 3e-2);
+  }
+}
+
+// --amp at level 0 still runs the AMP pass (a choice of precision, not an
+// optimization), and disabling it by name turns it off.
+TEST(InferencePipeline, AmpAtEveryLevelAndDisabledByName) {
+  auto names = [](const Pipeline& p) {
+    std::vector<std::string> out;
+    for (const auto& pass : p.passes()) out.push_back(pass->name());
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& n) { return std::find(v.begin(), v.end(), n) != v.end(); };
+  EXPECT_TRUE(has(names(*inference_pipeline(0, {}, DType::kBFloat16)), "auto_mixed_precision"));
+  EXPECT_FALSE(has(names(*inference_pipeline(3)), "auto_mixed_precision"));
+  EXPECT_FALSE(has(names(*inference_pipeline(3, {"auto_mixed_precision"}, DType::kBFloat16)), "auto_mixed_precision"));
+  std::vector<std::string> level3 = names(*inference_pipeline(3, {}, DType::kBFloat16));
+  auto amp = std::find(level3.begin(), level3.end(), "auto_mixed_precision");
+  ASSERT_NE(amp, level3.end());
+  ASSERT_NE(amp + 1, level3.end());
+  EXPECT_EQ(*(amp + 1), "constant_folding");  // the casts of constant weights fold
+  EXPECT_TRUE(has(std::vector<std::string>(amp, level3.end()), "dead_code_elimination"));
 }
 
 // Ops that do nothing, pairs that undo each other, and shape arithmetic on

@@ -15,6 +15,7 @@
 #include "frontend/data/idx.h"
 #include "frontend/data/npy.h"
 #include "frontend/onnx/onnx_tensor.h"
+#include "models/zoo.h"
 #include "tests/test_util.h"
 #include "tests/tools/process_util.h"
 
@@ -183,6 +184,63 @@ TEST(GraphRunner, OptimizeAndVerify) {
   expect_error(run("optimize " + in + " -o " + (dir / "x.weir").string() + " --print-after folding"), "folding");
   expect_error(run("verify " + in + " --disable-pass nope"), "unknown pass 'nope'");
   expect_error(run("optimize " + (dir / "clean.weirplan").string() + " -o " + (dir / "again.weir").string()), "weirplan");
+}
+
+// Inference in bf16: run, bench, optimize and verify take --amp. A small
+// convnet (zoo LeNet) saved as .weir: the bf16 run's logits are f32 and
+// within bf16's error of the f32 run's; the optimized file holds bf16
+// weights; verify checks every pass at the relative bf16 tolerance; a
+// precision that does not exist is refused naming the choices.
+TEST(GraphRunner, InferenceInBf16) {
+  testing::ScratchDir dir;
+  models::ClassifierGraph lenet =
+      models::build_classifier("lenet", 1, /*training=*/false, {.classes = 10, .in_channels = 1, .image_size = 28});
+  Model model;
+  model.graph = std::move(lenet.graph);
+  save_model(model, dir / "lenet.weir");
+  const std::string in = (dir / "lenet.weir").string();
+  Tensor x(DType::kFloat32, {1, 1, 28, 28});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 101.0f;
+  write_npy(dir / "x.npy", x);
+  const std::string feed = " -i " + lenet.input + "=" + (dir / "x.npy").string();
+
+  std::vector<Tensor> logits;
+  for (const std::string amp : {"off", "bf16"}) {
+    std::string out = (dir / ("out_" + amp)).string();
+    Result r = run("run " + in + feed + " -o " + out + " --amp " + amp);
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (const auto& entry : std::filesystem::directory_iterator(out)) logits.push_back(read_npy(entry.path()));
+  }
+  ASSERT_EQ(logits.size(), 2u);
+  ASSERT_EQ(logits[1].dtype(), DType::kFloat32);
+  ASSERT_EQ(logits[0].sizes(), logits[1].sizes());
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < logits[0].num_elements(); ++i) {
+    double d = logits[0].data<float>()[i] - logits[1].data<float>()[i];
+    diff += d * d;
+    norm += static_cast<double>(logits[0].data<float>()[i]) * logits[0].data<float>()[i];
+  }
+  EXPECT_GT(diff, 0) << "the bf16 run gave f32's bits: did it run in bf16?";
+  EXPECT_LT(std::sqrt(diff / norm), 3e-2);
+
+  Result optimized = run("optimize " + in + " --amp bf16 -o " + (dir / "lenet.bf16.weir").string());
+  ASSERT_EQ(optimized.status, 0) << optimized.output;
+  Model bf16 = load_model(dir / "lenet.bf16.weir");
+  int bf16_constants = 0;
+  for (const Value* c : bf16.graph->constants()) bf16_constants += c->dtype() == DType::kBFloat16;
+  EXPECT_GE(bf16_constants, 4) << "the conv and matmul weights are stored in bf16";
+
+  Result verified = run("verify " + in + " --amp bf16");
+  ASSERT_EQ(verified.status, 0) << verified.output;
+  EXPECT_NE(verified.output.find("pass auto_mixed_precision"), std::string::npos) << verified.output;
+  EXPECT_NE(verified.output.find("relative L2 change"), std::string::npos) << verified.output;
+  // At f32's absolute tolerance, the AMP pass is (rightly) the one that breaks it.
+  expect_error(run("verify " + in + " --amp bf16 --tolerance 1e-9"), "auto_mixed_precision");
+
+  Result bench = run("bench " + in + " --amp bf16 --iterations 3 --warmup 1");
+  ASSERT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("p50="), std::string::npos) << bench.output;
+  expect_error(run("run " + in + feed + " --amp int4 -o " + (dir / "bad").string()), "choices: bf16, fp16");
 }
 
 // A training-step graph written by train --model, then trained from the file.

@@ -6,6 +6,7 @@
 #include "core/type_inference.h"
 #include "ops/register_ops.h"
 #include "passes/pass_manager.h"
+#include "passes/precision/auto_mixed_precision.h"
 #include "runtime/device_support.h"
 #include "runtime/plan_file.h"
 
@@ -44,6 +45,7 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
     options.ops = &ops.ops;
     options.kernels = &ops.kernels;
     options.default_device = Device::parse(model_options.device);
+    options.amp = amp_precision(model_options);
     try {
       check_device_usable(options.default_device);  // before compiling kernels for a device that is not there
     } catch (const Error& e) {
@@ -55,12 +57,24 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
   }
 }
 
+std::optional<DType> amp_precision(const ModelOptions& model_options) {
+  if (model_options.amp.empty() || model_options.amp == "off") return std::nullopt;
+  try {
+    return parse_amp_dtype(model_options.amp);
+  } catch (const Error& e) {
+    throw Error(e.kind(), "--amp: " + e.message());
+  }
+}
+
 void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& model_options) {
   cmd.add_option("--plugin", plugins, "load custom ops from this plugin library (repeatable)");
   cmd.add_option("--opt-level", model_options.opt_level, "optimization level 0-3 (default 3: every pass)")->check(CLI::Range(0, 3));
   cmd.add_option("--disable-pass", model_options.disabled, "skip this pass (repeatable; see `optimize --list-passes`)");
   cmd.add_option("--device", model_options.device,
                  "where the model runs: cpu, cpu:N, cuda or cuda:N (default cpu; cuda needs a build with CUDA and the GPU)");
+  cmd.add_option("--amp", model_options.amp,
+                 "mixed precision: off (default), bf16 or fp16: convs and matmuls run in it, norms, softmax and "
+                 "reductions in f32, constant weights stored in it");
 }
 
 }  // namespace weir::tools

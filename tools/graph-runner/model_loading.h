@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,13 +35,17 @@ struct ModelOptions {
   int opt_level = 3;
   std::vector<std::string> disabled{};
   std::string device = "cpu";  // --device: where nodes without a placement run
+  std::string amp = "off";     // --amp: off, bf16 or fp16 (inference in mixed precision)
 };
+
+// --amp's precision: nullopt for "off", else bf16/f16; throws naming the choices.
+std::optional<DType> amp_precision(const ModelOptions& model_options);
 
 // The model's graph (not compiled): .weir/.weirtxt/.onnx; a .weirplan is refused.
 std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet& ops);
 std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& model_options);
 
-// Adds --plugin, --opt-level, --disable-pass and --device to a subcommand.
+// Adds --plugin, --opt-level, --disable-pass, --device and --amp to a subcommand.
 void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& model_options);
 
 

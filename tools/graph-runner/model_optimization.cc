@@ -17,7 +17,8 @@ OptimizedModel optimize_model(const std::string& model, const std::string& outpu
   std::unique_ptr<Graph> graph = load_graph(model, ops);
   infer_graph_types(*graph, ops.ops);
   OptimizedModel result{.nodes_before = graph->num_nodes()};
-  auto pipeline = inference_pipeline(model_options.opt_level, {model_options.disabled.begin(), model_options.disabled.end()});
+  auto pipeline = inference_pipeline(model_options.opt_level, {model_options.disabled.begin(), model_options.disabled.end()},
+                                     amp_precision(model_options));
   if (after_pass) pipeline->set_after_pass(after_pass);
   PassContext context(ops.ops, &ops.kernels);
   try {

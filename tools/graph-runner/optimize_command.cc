@@ -31,7 +31,7 @@ void optimize(const OptimizeArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "optimize needs MODEL and -o OUT (or --list-passes)");
   }
   std::unique_ptr<OpSet> ops = make_op_set(args.plugins);
-  for (const std::string& name : args.print_after) make_pass(name);  // an unknown name is an error before running
+  for (const std::string& name : args.print_after) require_pass_name(name);  // an unknown name is an error before running
   const OptimizedModel result =
       optimize_model(args.model, args.output, *ops, args.passes, [&](const Pass& pass, const Graph& g, bool changed) {
         std::fprintf(stderr, "pass %-34s %s, %zu nodes\n", pass.name().c_str(),

@@ -60,7 +60,9 @@ PassVerification verify_passes(const std::string& model, const OpSet& ops, const
   const std::vector<Tensor> reference = evaluate_graph(*graph, feeds, evaluate);
   std::vector<Tensor> previous = reference;
   PassVerification result;
-  auto pipeline = inference_pipeline(model_options.opt_level, {model_options.disabled.begin(), model_options.disabled.end()});
+  const bool amp = amp_precision(model_options).has_value();
+  auto pipeline = inference_pipeline(model_options.opt_level, {model_options.disabled.begin(), model_options.disabled.end()},
+                                     amp_precision(model_options));
   pipeline->set_after_pass([&](const Pass& pass, const Graph& g, bool changed) {
     PassCheck check{.pass = pass.name(), .changed = changed};
     if (changed) {
@@ -68,7 +70,8 @@ PassVerification verify_passes(const std::string& model, const OpSet& ops, const
       check.max_abs_diff = largest_difference(previous, now);
       check.max_abs_diff_total = largest_difference(reference, now);
       check.relative_l2 = relative_l2(reference, now);
-      check.breaks_tolerance = check.max_abs_diff > tolerance;
+      check.relative_l2_step = relative_l2(previous, now);
+      check.breaks_tolerance = amp ? check.relative_l2_step > tolerance : check.max_abs_diff > tolerance;
       if (check.breaks_tolerance && result.first_broken.empty()) result.first_broken = pass.name();
       previous = std::move(now);
     }

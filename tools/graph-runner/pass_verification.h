@@ -21,6 +21,7 @@ struct PassCheck {
   double max_abs_diff = 0;     // against the graph before this pass
   double max_abs_diff_total = 0;  // against the original graph
   double relative_l2 = 0;      // ||original - now|| / ||original||, all outputs together
+  double relative_l2_step = 0; // ||before - now|| / ||before||: this pass's own change
   bool breaks_tolerance = false;
 };
 
@@ -31,6 +32,12 @@ struct PassVerification {
 
 // `inputs`: NAME=FILE.npy or NAME=FILE.pb; the other inputs are seeded
 // random. `after_each` (optional) sees each pass's check as it is made.
+// The tolerance bounds each pass's largest absolute change; under --amp
+// (model_options.amp) it bounds each pass's relative L2 change instead
+// (kAmpTolerance by default), since rounding to bf16 moves every output by
+// about 2^-8 of its size, however large.
+inline constexpr double kAmpTolerance = 3e-2;  // about 8 bf16 ulps (2^-8 each), relative
+
 PassVerification verify_passes(const std::string& model, const OpSet& ops, const ModelOptions& model_options,
                                const std::vector<std::string>& inputs, double tolerance,
                                const std::function<void(const PassCheck&)>& after_each = {});

@@ -201,9 +201,18 @@ void report_strategy(const TrainingGraph& step, const Strategy& strategy, const 
                 step.amp_f32_gradient_sums, step.loss_scale.empty() ? "" : ", dynamic loss scaling");
   }
   if (strategy.recompute.mode != RecomputeMode::kOff) {
-    std::printf("recompute: %zu checkpoints, %d nodes recomputed, estimated peak %lld -> %lld bytes\n",
-                step.recompute_checkpoints.size(), step.recomputed_nodes,
-                static_cast<long long>(step.peak_bytes_before_recompute), static_cast<long long>(step.peak_bytes_after_recompute));
+    std::printf("recompute: %zu values kept, %d nodes recomputed (%.3g GFLOP, %.1f%% of the forward pass's %.3g), "
+                "estimated peak %lld -> %lld bytes",
+                step.recompute_checkpoints.size(), step.recomputed_nodes, static_cast<double>(step.recomputed_flops) * 1e-9,
+                step.forward_flops > 0 ? 100.0 * static_cast<double>(step.recomputed_flops) / static_cast<double>(step.forward_flops) : 0.0,
+                static_cast<double>(step.forward_flops) * 1e-9, static_cast<long long>(step.peak_bytes_before_recompute),
+                static_cast<long long>(step.peak_bytes_after_recompute));
+    if (step.recompute_budget_bytes > 0) {
+      std::printf(" (budget %lld%s%s)", static_cast<long long>(step.recompute_budget_bytes),
+                  strategy.recompute.memory_budget > 0 ? "" : ", a third of the peak without recompute",
+                  step.peak_bytes_after_recompute > step.recompute_budget_bytes ? ", out of reach: the lowest peak found" : "");
+    }
+    std::printf("\n");
   }
   if (step.ranks > 1 && world != nullptr) {
     std::printf("data parallel: %d ranks (%s), %d allreduces per step\n", step.ranks,
@@ -634,11 +643,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--amp", args->amp, "mixed precision: bf16 (the CPU's fast one) or fp16 (adds dynamic loss scaling); "
                   "f32 master weights (default: off)");
   cmd->add_option("--recompute", args->recompute,
-                  "recompute activations in the backward pass: auto (choose checkpoints) or NAME[,NAME...] "
+                  "recompute activations in the backward pass: auto (the fewest recomputed FLOPs within --memory-budget) "
+                  "or NAME[,NAME...] "
                   "(forward values to keep) (default: off)");
   cmd->add_option("--memory-budget", args->memory_budget,
                   "with --recompute auto: keep the estimated peak (arena, parameters, optimizer state, data) under "
-                  "this many bytes (suffix K, M, G), or fail naming the lowest reachable");
+                  "this many bytes (suffix K, M, G) recomputing the fewest FLOPs, or fail naming the lowest reachable "
+                  "(default: a third of the peak without recompute, or the lowest reachable)");
   cmd->add_option("--strategy", args->strategy_file,
                   "a JSON strategy file (Fleet's DistributedStrategy field names; defaults in brackets): amp [false], "
                   "amp_configs {dtype [bf16], custom_white_list, custom_black_list, use_dynamic_loss_scaling [fp16 "

@@ -14,6 +14,7 @@
 #include "tools/graph-runner/launch_command.h"
 #include "tools/graph-runner/optimize_command.h"
 #include "tools/graph-runner/ps_server_command.h"
+#include "tools/graph-runner/quantize_command.h"
 #include "tools/graph-runner/run_command.h"
 #include "tools/graph-runner/train_command.h"
 #include "tools/graph-runner/verify_command.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   weir::tools::add_bench_command(app);
   weir::tools::add_inspect_command(app);
   weir::tools::add_optimize_command(app);
+  weir::tools::add_quantize_command(app);
   weir::tools::add_verify_command(app);
   weir::tools::add_train_command(app);
   weir::tools::add_launch_command(app);

@@ -1,17 +1,16 @@
 #include "passes/fusion/qdq_fusion.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
 
+#include "ops/linalg/gemm_attributes.h"
+#include "ops/quantization/quantization_common.h"
 #include "passes/graph_match.h"
 
 namespace weir {
 
 namespace {
-
-bool is_int8(DType dtype) { return dtype == DType::kInt8 || dtype == DType::kUInt8; }
 
 bool is_constant(const Value* v) { return v != nullptr && v->is_constant() && v->data().defined(); }
 
@@ -60,12 +59,14 @@ int64_t integer_at(const Tensor& t, int64_t i) {
   }
 }
 
+// A constant zero point of 0 (Tensor zero-fills).
+Value* zero_constant(Graph& graph, DType dtype, const std::vector<int64_t>& sizes, const std::string& name) {
+  return graph.add_constant(graph.unique_name(name), Tensor(dtype, sizes));
+}
+
 // `d`'s zero point, or a zero of `dtype` shaped like its scale.
 Value* zero_point_of(Graph& graph, const Dequantized& d, DType dtype, const std::string& name) {
-  if (d.zero != nullptr) return d.zero;
-  Tensor zero = Tensor::uninitialized(dtype, d.scale->data().sizes());
-  std::memset(zero.raw_data(), 0, zero.nbytes());
-  return graph.add_constant(graph.unique_name(name), zero);
+  return d.zero != nullptr ? d.zero : zero_constant(graph, dtype, d.scale->data().sizes(), name);
 }
 
 // The matched tail: root QuantizeLinear, an optional Relu, the f32 producer.
@@ -82,7 +83,7 @@ std::optional<Tail> tail_of(Node& quantize, Rewriter& rw) {
   if (quantize.num_inputs() < 2 || quantize.num_outputs() != 1) return std::nullopt;
   Tail t{&quantize, nullptr, nullptr, quantize.input(1), quantize.num_inputs() > 2 ? quantize.input(2) : nullptr,
          quantize.output(0)->dtype()};
-  if (!is_int8(t.y_dtype) || !is_constant(t.y_scale) || t.y_scale->data().num_elements() != 1 ||
+  if (!is_quantized_dtype(t.y_dtype) || !is_constant(t.y_scale) || t.y_scale->data().num_elements() != 1 ||
       t.y_scale->data().dtype() != DType::kFloat32) {
     return std::nullopt;
   }
@@ -105,10 +106,7 @@ std::optional<Tail> tail_of(Node& quantize, Rewriter& rw) {
 }
 
 Value* y_zero_of(Graph& graph, const Tail& t) {
-  if (t.y_zero != nullptr) return t.y_zero;
-  Tensor zero = Tensor::uninitialized(t.y_dtype, {});
-  std::memset(zero.raw_data(), 0, zero.nbytes());
-  return graph.add_constant(graph.unique_name(t.quantize->name() + "_zero_point"), zero);
+  return t.y_zero != nullptr ? t.y_zero : zero_constant(graph, t.y_dtype, {}, t.quantize->name() + "_zero_point");
 }
 
 // The conv bias as i32 at scale x_scale * w_scale[m]: an f32 constant, or
@@ -146,7 +144,7 @@ bool fuse_conv(Rewriter& rw, const Tail& t) {
   if (conv.num_inputs() < 2) return false;
   std::optional<Dequantized> x = dequantized(rw, conv.input(0));
   std::optional<Dequantized> w = dequantized(rw, conv.input(1));
-  if (!x || !w || !is_int8(x->q->dtype()) || !per_tensor(*x) || !is_constant(w->q) || !is_int8(w->q->data().dtype())) {
+  if (!x || !w || !is_quantized_dtype(x->q->dtype()) || !per_tensor(*x) || !is_constant(w->q) || !is_quantized_dtype(w->q->data().dtype())) {
     return false;
   }
   const Tensor& weights = w->q->data();
@@ -189,18 +187,14 @@ bool fuse_matmul(Rewriter& rw, const Tail& t) {
   if (t.relu != nullptr || node.num_inputs() < 2) return false;
   bool trans_b = false;
   if (gemm) {
-    auto attr_or = [&](const char* name, double fallback) {
-      if (!node.has_attr(name)) return fallback;
-      const Attribute& a = node.attr(name);
-      return a.type() == AttrType::kInt ? static_cast<double>(a.i()) : static_cast<double>(a.f());
-    };
+    const GemmAttributes attributes(node);
     if (node.num_inputs() > 2 && node.input(2) != nullptr) return false;  // QLinearMatMul has no bias
-    if (attr_or("alpha", 1.0) != 1.0 || attr_or("transA", 0) != 0) return false;
-    trans_b = attr_or("transB", 0) != 0;
+    if (attributes.alpha != 1.0 || attributes.transpose_a) return false;
+    trans_b = attributes.transpose_b;
   }
   std::optional<Dequantized> a = dequantized(rw, node.input(0));
   std::optional<Dequantized> b = dequantized(rw, node.input(1));
-  if (!a || !b || !is_int8(a->q->dtype()) || !per_tensor(*a) || !is_constant(b->q) || !is_int8(b->q->data().dtype())) {
+  if (!a || !b || !is_quantized_dtype(a->q->dtype()) || !per_tensor(*a) || !is_constant(b->q) || !is_quantized_dtype(b->q->data().dtype())) {
     return false;
   }
   const Tensor& weights = b->q->data();

@@ -72,40 +72,14 @@ class CloneModel {
 
   // Adds to `cloned` what recomputing `value` clones beyond it; returns their FLOPs.
   int64_t clone(const Value* value, const std::unordered_set<const Value*>& kept, std::unordered_set<const Node*>& cloned) const {
-    int64_t flops = 0;
-    std::vector<const Value*> stack = {value};
-    while (!stack.empty()) {
-      const Value* v = stack.back();
-      stack.pop_back();
-      if (available(v, kept)) continue;
-      const Node* producer = v->producer();
-      if (!cloned.insert(producer).second) continue;
-      flops += estimated_flops(*producer);
-      for (const Value* input : producer->inputs()) {
-        if (input != nullptr) stack.push_back(input);
-      }
-    }
-    return flops;
+    return walk(value, kept, nullptr, cloned);
   }
 
   // What clone() would add to `cloned`, without adding it.
   int64_t added_flops(const Value* value, const std::unordered_set<const Value*>& kept,
                       const std::unordered_set<const Node*>& cloned) const {
-    std::unordered_set<const Node*> visited;
-    int64_t flops = 0;
-    std::vector<const Value*> stack = {value};
-    while (!stack.empty()) {
-      const Value* v = stack.back();
-      stack.pop_back();
-      if (available(v, kept)) continue;
-      const Node* producer = v->producer();
-      if (cloned.count(producer) || !visited.insert(producer).second) continue;
-      flops += estimated_flops(*producer);
-      for (const Value* input : producer->inputs()) {
-        if (input != nullptr) stack.push_back(input);
-      }
-    }
-    return flops;
+    std::unordered_set<const Node*> added;
+    return walk(value, kept, &cloned, added);
   }
 
   // The FLOPs of every clone for `kept`.
@@ -117,6 +91,27 @@ class CloneModel {
   }
 
  private:
+  // The producers recomputing `value` needs, walked back to what `kept`
+  // makes available: each not in `already` (when given) and not yet in
+  // `added` goes into `added`; returns their FLOPs.
+  int64_t walk(const Value* value, const std::unordered_set<const Value*>& kept,
+               const std::unordered_set<const Node*>* already, std::unordered_set<const Node*>& added) const {
+    int64_t flops = 0;
+    std::vector<const Value*> stack = {value};
+    while (!stack.empty()) {
+      const Value* v = stack.back();
+      stack.pop_back();
+      if (available(v, kept)) continue;
+      const Node* producer = v->producer();
+      if ((already != nullptr && already->count(producer)) || !added.insert(producer).second) continue;
+      flops += estimated_flops(*producer);
+      for (const Value* input : producer->inputs()) {
+        if (input != nullptr) stack.push_back(input);
+      }
+    }
+    return flops;
+  }
+
   const OpRegistry& registry_;
   std::unordered_set<const Node*> forward_;
   std::unordered_set<const Value*> always_kept_;

@@ -6,7 +6,8 @@
 //   accumulate.run(training_graph, ctx);    // after autodiff (minimize() does, with AMP)
 //   accumulate.folded_casts();              // Casts it removed
 //
-// It rewrites Cast(to=f32)(Y) where Y, bf16 or f16, is read by that Cast
+// It rewrites (fold_widening_casts, passes/precision/wide_output_fusion.h)
+// Cast(to=f32)(Y) where Y, bf16 or f16, is read by that Cast
 // alone and comes from Gemm, ConvGradWeight, ConvGradBias or SumToShape
 // (the weight and bias gradients of MatMul, Gemm, Conv and broadcasting
 // adds): the producer gets output_dtype f32 (ops/wide_output.h) and the

@@ -16,9 +16,21 @@
 // The training-side counterpart for gradients is f32_gradient_accumulation.
 #pragma once
 
+#include <functional>
+
 #include "passes/pass.h"
 
 namespace weir {
+
+// The mechanism this pass and f32_gradient_accumulation share: folds each
+// Cast(to=f32)(Y) into Y's producer (output_dtype f32, ops/wide_output.h)
+// where Y, bf16 or f16, is read by that Cast alone, the producer has one
+// output, no output_dtype yet and `widens(producer)`, and both sit on one
+// device with no control edges on the Cast. A Cast whose result is a graph
+// output is folded only with `into_graph_outputs` (the producer then writes
+// that output under its name). Returns the number folded.
+int fold_widening_casts(Graph& graph, const OpRegistry& registry, const std::function<bool(const Node&)>& widens,
+                        bool into_graph_outputs);
 
 class WideOutputFusion final : public Pass {
  public:

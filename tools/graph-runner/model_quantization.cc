@@ -15,6 +15,7 @@
 #include "frontend/data/npy.h"
 #include "frontend/onnx/onnx_exporter.h"
 #include "ops/graph_evaluator.h"
+#include "ops/linalg/gemm_attributes.h"
 #include "passes/graph_match.h"
 #include "passes/pass_manager.h"
 
@@ -34,12 +35,6 @@ bool is_quantizable_op(const Node& node) {
 
 bool is_constant_f32(const Value* v) {
   return v != nullptr && v->is_constant() && v->data().defined() && v->data().dtype() == DType::kFloat32;
-}
-
-double number_attr(const Node& node, const char* name, double fallback) {
-  if (!node.has_attr(name)) return fallback;
-  const Attribute& a = node.attr(name);
-  return a.type() == AttrType::kInt ? static_cast<double>(a.i()) : static_cast<double>(a.f());
 }
 
 // The axis of the weight's output channels, or why the node stays f32.
@@ -67,9 +62,10 @@ WeightPlan weight_plan(const Node& node) {
   if (rank != 2) return {0, "its weight is not 2-D"};
   if (op == "MatMul") return {1, ""};
   if (node.num_inputs() > 2 && node.input(2) != nullptr) return {0, "Gemm with a bias C (QLinearMatMul has none)"};
-  if (number_attr(node, "alpha", 1.0) != 1.0) return {0, "Gemm with alpha != 1"};
-  if (number_attr(node, "transA", 0) != 0) return {0, "Gemm with transA"};
-  return {number_attr(node, "transB", 0) != 0 ? 0 : 1, ""};
+  const GemmAttributes gemm(node);
+  if (gemm.alpha != 1.0) return {0, "Gemm with alpha != 1"};
+  if (gemm.transpose_a) return {0, "Gemm with transA"};
+  return {gemm.transpose_b ? 0 : 1, ""};
 }
 
 struct Planned {
@@ -113,10 +109,6 @@ Planned planned_for(const Graph& graph, Node& node, int64_t weight_axis) {
   return p;
 }
 
-// The model's output layer: its result is a graph output, directly or
-// through one Add of a constant (the bias of a MatMul + Add). Its output
-// would be u8 at (range / 255) steps, coarser than the differences between
-// an untrained or near-tied model's logits; left f32 it costs one layer.
 // A graph output, or read by one Identity that is (the name kept for the interface).
 bool is_model_result(const Graph& graph, const Value* v) {
   if (is_graph_output(graph, v)) return true;
@@ -126,6 +118,10 @@ bool is_model_result(const Graph& graph, const Value* v) {
          is_graph_output(graph, reader->output(0));
 }
 
+// The model's output layer: its result is a graph output, directly or
+// through one Add of a constant (the bias of a MatMul + Add). Its output
+// would be u8 at (range / 255) steps, coarser than the differences between
+// an untrained or near-tied model's logits; left f32 it costs one layer.
 bool is_output_layer(const Graph& graph, const Value* out) {
   if (is_model_result(graph, out)) return true;
   if (out->uses().size() != 1) return false;

@@ -31,6 +31,7 @@
 #include "models/zoo.h"
 #include "runtime/plan.h"
 #include "runtime/plan_file.h"
+#include "runtime/weight_packing.h"
 
 namespace fs = std::filesystem;
 
@@ -82,7 +83,10 @@ int main(int argc, char** argv) {
         if (!training) {
           weir::export_onnx_model(model, (scratch / (stem + ".onnx")).string());
           add_seed(out / "onnx_import", stem + ".onnx", scratch / (stem + ".onnx"));
-          weir::save_plan(*weir::compile(*model.graph), scratch / (stem + ".weirplan"));
+          // Its weights packed (runtime/weight_packing.h): the seed holds the packed-constant tables too.
+          std::shared_ptr<const weir::Plan> plan = weir::compile(*model.graph);
+          weir::pack_weights(plan);
+          weir::save_plan(*plan, scratch / (stem + ".weirplan"));
           add_seed(out / "plan_load", stem + ".weirplan", scratch / (stem + ".weirplan"));
         }
         ++index;

@@ -132,10 +132,36 @@ class KernelContext {
   std::vector<PlannedBuffer> planned_;
 };
 
+// A constant input a kernel reordered into its library's own layout (oneDNN's
+// blocked or Winograd weights), as a compiled plan file stores it.
+struct PackedConstant {
+  // The library's description of the layout, compared byte for byte and
+  // never interpreted: a pack is used only where the kernel would choose
+  // exactly this layout.
+  std::string layout;
+  Tensor data;  // u8, the packed bytes
+  // Whether the bytes came from a plan file (adopt_packed_constants) rather
+  // than being packed by this process.
+  bool adopted = false;
+};
+
+// What packed constants depend on besides the problem: the library, its
+// version and the instruction set it generates code for ("oneDNN 2.6.3
+// avx512_core_bf16"). Packs made for another target are not used.
+std::string packed_constant_target();
+
 class OpKernel {
  public:
   virtual ~OpKernel() = default;
   virtual void compute(KernelContext& ctx) = 0;
+
+  // The constant inputs this kernel's runs so far packed (a plan file keeps
+  // them, runtime/plan_file.h); empty for kernels that pack nothing.
+  virtual std::vector<PackedConstant> packed_constants() const { return {}; }
+  // Packs from a plan file: a later run that wants one's layout uses it as
+  // it is, instead of packing the constant again (a pack no run wants is
+  // never read).
+  virtual void adopt_packed_constants(std::vector<PackedConstant> packs) { (void)packs; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<OpKernel>(const Node& node)>;

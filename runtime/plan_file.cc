@@ -5,11 +5,13 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <unordered_map>
 
 #include "core/allocation_limits.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/fbs/plan_generated.h"
+#include "core/logging.h"
 #include "core/mapped_file.h"
 #include "core/verifier.h"
 #include "ops/register_ops.h"
@@ -45,7 +47,9 @@ class PlanWriter {
 
     std::vector<flatbuffers::Offset<fbs::Node>> nodes;
     const Schedule& schedule = plan_.schedule();
-    for (const ScheduleStep& step : schedule.steps) nodes.push_back(write_node(*step.node, schedule));
+    for (size_t s = 0; s < schedule.steps.size(); ++s) {
+      nodes.push_back(write_node(*schedule.steps[s].node, schedule, plan_.kernel(s).packed_constants()));
+    }
 
     std::vector<int32_t> inputs, outputs;
     for (const Value* v : graph.inputs()) inputs.push_back(plan_.value_index(v));
@@ -67,7 +71,8 @@ class PlanWriter {
     auto root = fbs::CreatePlan(fb_, kPlanFormatVersion, fb_.CreateString(graph.name()), fb_.CreateVector(value_tables),
                                 fb_.CreateVector(inputs), fb_.CreateVector(outputs), fb_.CreateVector(nodes),
                                 fb_.CreateVector(devices), fb_.CreateVector(arenas), fb_.CreateVector(slots),
-                                memory.total_value_bytes, memory.in_place_values, memory.joined_values);
+                                memory.total_value_bytes, memory.in_place_values, memory.joined_values,
+                                any_packed_ ? fb_.CreateString(packed_constant_target()) : 0);
     fbs::FinishPlanBuffer(fb_, root);
 
     size_t fb_size = fb_.GetSize();
@@ -147,23 +152,35 @@ class PlanWriter {
         .with_node(node.name());
   }
 
-  flatbuffers::Offset<fbs::Node> write_node(const Node& node, const Schedule& schedule) {
+  flatbuffers::Offset<fbs::Node> write_node(const Node& node, const Schedule& schedule,
+                                            const std::vector<PackedConstant>& packs) {
     std::vector<int32_t> inputs, outputs, control;
     for (const Value* v : node.inputs()) inputs.push_back(v == nullptr ? -1 : plan_.value_index(v));
     for (const Value* v : node.outputs()) outputs.push_back(v == nullptr ? -1 : plan_.value_index(v));
     for (const Node* c : node.control_inputs()) control.push_back(schedule.step_of(c));
     std::vector<flatbuffers::Offset<fbs::Attribute>> attrs;
     for (const auto& [name, attr] : node.attributes()) attrs.push_back(write_attribute(node, name, attr));
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fbs::PackedConstant>>> packed = 0;
+    if (!packs.empty()) {
+      std::vector<flatbuffers::Offset<fbs::PackedConstant>> tables;
+      for (const PackedConstant& pack : packs) {
+        auto layout = fb_.CreateVector(reinterpret_cast<const uint8_t*>(pack.layout.data()), pack.layout.size());
+        tables.push_back(fbs::CreatePackedConstant(fb_, layout, write_tensor(pack.data)));
+      }
+      packed = fb_.CreateVector(tables);
+      any_packed_ = true;
+    }
     return fbs::CreateNode(fb_, fb_.CreateString(node.name()), fb_.CreateString(node.op_type()),
                            fb_.CreateString(node.domain()), fb_.CreateVector(inputs), fb_.CreateVector(outputs),
                            fb_.CreateVector(attrs), fb_.CreateVector(control),
                            fb_.CreateString(node.device() ? node.device()->to_string() : ""),
-                           fb_.CreateString(node.stream()));
+                           fb_.CreateString(node.stream()), packed);
   }
 
   const Plan& plan_;
   flatbuffers::FlatBufferBuilder fb_;
   std::string weights_;
+  bool any_packed_ = false;
 };
 
 // ---- reading ----
@@ -235,6 +252,7 @@ class PlanReader {
       if (node->device() && node->device()->size() > 0) created->set_device(Device::parse(node->device()->str()));
       if (node->stream()) created->set_stream(node->stream()->str());
       nodes_.push_back(created);
+      packs_.push_back(read_packs(*node, name));
     }
     for (uint32_t n = 0; n < nodes->size(); ++n) {
       const fbs::Node* node = nodes->Get(n);
@@ -311,6 +329,8 @@ class PlanReader {
   }
 
   const std::vector<Node*>& nodes() const { return nodes_; }
+  // The packed constants of node n (in file order); views of the mapping.
+  std::vector<PackedConstant>& packs(size_t n) { return packs_[n]; }
 
   [[noreturn]] static void fail(const std::string& message) { throw Error(ErrorKind::kFormat, message); }
 
@@ -378,6 +398,20 @@ class PlanReader {
     return Tensor::wrap(dtype, std::move(sizes), at, Device::cpu(), file_);
   }
 
+  std::vector<PackedConstant> read_packs(const fbs::Node& node, const std::string& name) {
+    std::vector<PackedConstant> packs;
+    if (node.packed() == nullptr) return packs;
+    for (const fbs::PackedConstant* pack : *node.packed()) {
+      std::string what = "a packed constant of node '" + name + "'";
+      if (pack->layout() == nullptr || pack->data() == nullptr) fail(what + " has no layout or no data");
+      Tensor data = read_tensor(*pack->data(), what);
+      if (data.dtype() != DType::kUInt8 || data.rank() != 1) fail(what + " is " + data.type_string() + "; expected u8[n]");
+      packs.push_back({std::string(reinterpret_cast<const char*>(pack->layout()->data()), pack->layout()->size()),
+                       std::move(data), /*adopted=*/true});
+    }
+    return packs;
+  }
+
   Attribute read_attribute(const fbs::Attribute& a, const std::string& node) {
     std::string what = "attribute of node '" + node + "'";
     switch (static_cast<AttrType>(a.type())) {
@@ -419,7 +453,35 @@ class PlanReader {
   size_t weights_size_;
   std::vector<Value*> values_;
   std::vector<Node*> nodes_;
+  std::vector<std::vector<PackedConstant>> packs_;
 };
+
+// Hands each kernel of `plan` the packed constants its node has in the file,
+// when they were packed for this machine's target; otherwise the kernels pack
+// on their first run, as for an unpacked plan, and a note says why.
+void adopt_packs(const Plan& plan, PlanReader& reader, const fbs::Plan& root, const std::filesystem::path& path) {
+  size_t packed_nodes = 0;
+  for (size_t n = 0; n < reader.nodes().size(); ++n) packed_nodes += reader.packs(n).empty() ? 0 : 1;
+  if (packed_nodes == 0) return;
+  std::string saved_for = root.packing_target() ? root.packing_target()->str() : "";
+  for (char& c : saved_for) c = c >= ' ' && c <= '~' ? c : '?';  // the file's bytes, printed
+  std::string here = packed_constant_target();
+  if (saved_for != here) {
+    logger().warn("{}: the weights of {} nodes were packed for '{}', this machine is '{}': they are packed again on "
+                  "the first run (save the plan again here to keep them)",
+                  path.string(), packed_nodes, saved_for, here);
+    return;
+  }
+  std::unordered_map<const Node*, size_t> file_index;
+  for (size_t n = 0; n < reader.nodes().size(); ++n) file_index[reader.nodes()[n]] = n;
+  const Schedule& schedule = plan.schedule();
+  for (size_t s = 0; s < schedule.steps.size(); ++s) {
+    auto found = file_index.find(schedule.steps[s].node);
+    if (found == file_index.end() || reader.packs(found->second).empty()) continue;
+    plan.kernel(s).adopt_packed_constants(std::move(reader.packs(found->second)));
+  }
+  logger().debug("{}: the weights of {} nodes come packed for '{}'", path.string(), packed_nodes, here);
+}
 
 }  // namespace
 
@@ -470,8 +532,10 @@ std::shared_ptr<const Plan> load_plan(const std::filesystem::path& path, const L
         PlanReader::fail("an arena is on " + arena.device.to_string() + ", which is not a device of the plan");
       }
     }
-    return std::make_shared<const Plan>(std::move(graph), std::move(devices), std::move(schedule), std::move(memory),
-                                        kernels, &ops);
+    auto plan = std::make_shared<const Plan>(std::move(graph), std::move(devices), std::move(schedule),
+                                             std::move(memory), kernels, &ops);
+    adopt_packs(*plan, reader, root, path);
+    return plan;
   } catch (Error& error) {
     error.with_file(path.string());
     throw;

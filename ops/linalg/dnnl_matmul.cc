@@ -47,6 +47,7 @@ struct DnnlMatmul::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
   std::map<decltype(MatmulProblem().key()), std::shared_ptr<CachedMatmul>> primitives;
+  AdoptedPacks adopted;  // packed B matrices a plan file brought
 
   std::shared_ptr<CachedMatmul> primitive(const MatmulProblem& p) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -84,7 +85,7 @@ struct DnnlMatmul::Impl {
     // A stream per call: streams are cheap on the CPU and not shared across threads.
     dnnl::stream stream(engine);
     memory a_mem(matrix_desc(p.dtype, p.batch, p.m, p.k, p.transpose_a), engine, const_cast<void*>(a));
-    memory b_mem = p.constant_b ? cached->packed_b.get(b, matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), cached->b_wanted, engine, stream)
+    memory b_mem = p.constant_b ? cached->packed_b.get(b, matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), cached->b_wanted, engine, stream, &adopted)
                                 : memory(matrix_desc(p.dtype, p.batch, p.k, p.n, p.transpose_b), engine, const_cast<void*>(b));
     memory c_mem(matrix_desc(p.output_dtype(), p.batch, p.m, p.n, false), engine, c);
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
@@ -100,6 +101,17 @@ struct DnnlMatmul::Impl {
 
 DnnlMatmul::DnnlMatmul() : impl_(std::make_unique<Impl>()) {}
 DnnlMatmul::~DnnlMatmul() = default;
+
+std::vector<PackedConstant> DnnlMatmul::packed_weights() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<PackedConstant> packs;
+  for (const auto& [key, cached] : impl_->primitives) {
+    if (std::optional<PackedConstant> pack = cached->packed_b.exported()) packs.push_back(std::move(*pack));
+  }
+  return packs;
+}
+
+void DnnlMatmul::adopt_packed_weights(std::vector<PackedConstant> packs) { impl_->adopted.add(std::move(packs)); }
 
 bool DnnlMatmul::supports(DType dtype) {
   return dtype == DType::kFloat32 || dtype == DType::kBFloat16 || dtype == DType::kFloat16;

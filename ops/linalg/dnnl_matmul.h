@@ -17,9 +17,11 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "core/dtype.h"
 #include "ops/elementwise/fused_activation.h"
+#include "ops/kernel.h"
 
 namespace weir {
 
@@ -62,6 +64,13 @@ class DnnlMatmul {
   static bool supports(DType dtype);
   // `bias` ([n], C's dtype) is read when problem.bias.
   void run(const MatmulProblem& problem, const void* a, const void* b, void* c, const void* bias = nullptr);
+
+  // The constant B matrices (constant_b) packed so far, for a plan file
+  // (OpKernel::packed_constants).
+  std::vector<PackedConstant> packed_weights() const;
+  // Packs from a plan file: a problem with constant_b whose primitive wants
+  // one's layout uses it instead of packing B.
+  void adopt_packed_weights(std::vector<PackedConstant> packs);
 
  private:
   struct Impl;

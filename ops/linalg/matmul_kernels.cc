@@ -210,6 +210,11 @@ class FusedMatMulKernel final : public OpKernel {
     });
   }
 
+  std::vector<PackedConstant> packed_constants() const override { return matmul_.packed_weights(); }
+  void adopt_packed_constants(std::vector<PackedConstant> packs) override {
+    matmul_.adopt_packed_weights(std::move(packs));
+  }
+
  private:
   FusedActivation activation_;
   bool constant_b_;

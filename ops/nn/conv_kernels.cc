@@ -200,6 +200,11 @@ class ConvKernel final : public OpKernel {
     }
   }
 
+  std::vector<PackedConstant> packed_constants() const override { return dnnl_.packed_weights(); }
+  void adopt_packed_constants(std::vector<PackedConstant> packs) override {
+    dnnl_.adopt_packed_weights(std::move(packs));
+  }
+
  private:
   // The problem for these input shapes: derived from the node's attributes
   // once per shape, not on every run (a small conv's whole run is a few us).

@@ -174,6 +174,7 @@ struct DnnlConv::Impl {
                          std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
                          std::array<int64_t, 3>, std::array<int64_t, 3>>;
   std::map<Key, std::shared_ptr<Cached>> cache;
+  AdoptedPacks adopted;  // packed weights a plan file brought
 
   std::shared_ptr<Cached> get(Direction direction, DType dtype, DType result_dtype, const ConvProblem& p, bool with_bias,
                               const ConvForwardOptions& options) {
@@ -293,7 +294,7 @@ struct DnnlConv::Impl {
       user.set_data_handle(const_cast<void*>(sources[i]));
       if (!operand.to_wanted) continue;
       if (options.constant_weights && operand.arg == DNNL_ARG_WEIGHTS) {
-        state.args[operand.arg] = c->packed_weights.get(sources[i], operand.plain, operand.wanted, engine, stream);
+        state.args[operand.arg] = c->packed_weights.get(sources[i], operand.plain, operand.wanted, engine, stream, &adopted);
         continue;
       }
       operand.to_wanted->execute(stream, user, state.buffers[i]);
@@ -318,6 +319,17 @@ struct DnnlConv::Impl {
 
 DnnlConv::DnnlConv() : impl_(std::make_unique<Impl>()) {}
 DnnlConv::~DnnlConv() = default;
+
+std::vector<PackedConstant> DnnlConv::packed_weights() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<PackedConstant> packs;
+  for (const auto& [key, cached] : impl_->cache) {
+    if (std::optional<PackedConstant> pack = cached->packed_weights.exported()) packs.push_back(std::move(*pack));
+  }
+  return packs;
+}
+
+void DnnlConv::adopt_packed_weights(std::vector<PackedConstant> packs) { impl_->adopted.add(std::move(packs)); }
 
 namespace {
 template <typename Fn>

@@ -14,9 +14,11 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "core/dtype.h"
 #include "ops/elementwise/fused_activation.h"
+#include "ops/kernel.h"
 #include "ops/nn/conv_problem.h"
 
 namespace weir {
@@ -57,6 +59,13 @@ class DnnlConv {
   // either way; f32 skips the rounding).
   void backward_weights(DType dtype, const ConvProblem& p, const void* d_out, const void* in, void* d_weight,
                         DType weight_dtype);
+
+  // The constant weights forward convs packed so far, for a plan file
+  // (OpKernel::packed_constants).
+  std::vector<PackedConstant> packed_weights() const;
+  // Packs from a plan file: a forward conv with constant weights whose
+  // primitive wants one's layout uses it instead of packing.
+  void adopt_packed_weights(std::vector<PackedConstant> packs);
 
  private:
   struct Impl;

@@ -13,6 +13,7 @@
 #include "core/fbs/plan_generated.h"
 #include "runtime/plan_file.h"
 #include "runtime/session.h"
+#include "runtime/weight_packing.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace weir {
@@ -66,12 +67,111 @@ TEST(PlanFile, KeepsDevicesStreamsAndCollectives) {
   for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(out[1].data<float>()[i], std::max(0.0f, input.data<float>()[i]));
 }
 
+// A graph whose five convs (four of them Winograd: 3x3, 128 channels) pack
+// their constant weights into oneDNN's layouts at level 3.
+std::unique_ptr<Graph> packing_graph() { return resnet_style_graph(2, 128, 8); }
+
+CompileOptions level3() {
+  CompileOptions options;
+  options.opt_level = 3;
+  return options;
+}
+
+struct PackCount {
+  size_t kernels = 0, adopted = 0;
+};
+
+PackCount count_packs(const Plan& plan) {
+  PackCount count;
+  for (size_t step = 0; step < plan.schedule().steps.size(); ++step) {
+    std::vector<PackedConstant> packs = plan.kernel(step).packed_constants();
+    if (packs.empty()) continue;
+    ++count.kernels;
+    bool all_adopted = true;
+    for (const PackedConstant& pack : packs) all_adopted = all_adopted && pack.adopted;
+    if (all_adopted) ++count.adopted;
+  }
+  return count;
+}
+
+TEST(PlanFile, PackedWeightsAreStoredAndUsedWithoutPackingAgain) {
+  ScratchDir dir;
+  auto g = packing_graph();
+  auto plan = compile(*g, level3());
+  EXPECT_EQ(count_packs(*plan).kernels, 0u);  // nothing packs before a run
+  WeightPacking packing = pack_weights(plan);
+  EXPECT_EQ(packing.skipped, "");
+  EXPECT_EQ(packing.kernels, 5u);  // the stem and the four block convs
+  EXPECT_GT(packing.bytes, size_t{4 * 128 * 128 * 9 * 4});
+  save_plan(*plan, dir / "packed.weirplan");
+
+  auto loaded = load_plan(dir / "packed.weirplan");
+  EXPECT_EQ(count_packs(*loaded).kernels, 0u);  // adopted packs wait for the run that wants them
+  Tensor x = random_tensor({1, 3, 8, 8}, 31);
+  std::vector<Tensor> expected = Session(plan).run({{"x", x}});
+  std::vector<Tensor> got = Session(loaded).run({{"x", x}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].bitwise_equal(expected[0]));
+  PackCount after = count_packs(*loaded);
+  EXPECT_EQ(after.kernels, 5u);
+  EXPECT_EQ(after.adopted, 5u);  // every kernel ran on the file's bytes, none packed again
+
+  // Saved again from the loaded plan: the adopted packs are written out too.
+  save_plan(*loaded, dir / "again.weirplan");
+  EXPECT_EQ(count_packs(*load_plan(dir / "again.weirplan")).kernels, 0u);
+  auto again = load_plan(dir / "again.weirplan");
+  EXPECT_TRUE(Session(again).run({{"x", x}})[0].bitwise_equal(expected[0]));
+  EXPECT_EQ(count_packs(*again).adopted, 5u);
+}
+
+// A file packed for another library version or instruction set: the loader
+// leaves its packs unused and the kernels pack again, with the same result.
+TEST(PlanFile, PacksMadeForAnotherTargetArePackedAgain) {
+  ScratchDir dir;
+  auto plan = compile(*packing_graph(), level3());
+  ASSERT_EQ(pack_weights(plan).kernels, 5u);
+  save_plan(*plan, dir / "packed.weirplan");
+  std::string bytes = read_file(dir / "packed.weirplan", size_t{1} << 30);
+  std::string target = packed_constant_target();
+  size_t at = bytes.find(target);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + target.size() - 1] = bytes[at + target.size() - 1] == 'x' ? 'y' : 'x';  // another ISA's name
+  write_file_atomically(dir / "elsewhere.weirplan", bytes);
+
+  auto loaded = load_plan(dir / "elsewhere.weirplan");
+  Tensor x = random_tensor({1, 3, 8, 8}, 32);
+  EXPECT_TRUE(Session(loaded).run({{"x", x}})[0].bitwise_equal(Session(plan).run({{"x", x}})[0]));
+  PackCount after = count_packs(*loaded);
+  EXPECT_EQ(after.kernels, 5u);
+  EXPECT_EQ(after.adopted, 0u);
+}
+
+TEST(WeightPacking, LeavesAlonePlansARunOnZerosCannotStandFor) {
+  Graph symbolic("symbolic");
+  Value* x = symbolic.add_input("x", {DType::kFloat32, Shape{Dim::symbol("batch"), 4}});
+  symbolic.add_output(symbolic.add_node("MatMul", {x, symbolic.add_constant("w", random_tensor({4, 4}, 1))})->output(0));
+  WeightPacking packing = pack_weights(compile(symbolic, level3()));
+  EXPECT_EQ(packing.kernels, 0u);
+  EXPECT_NE(packing.skipped.find("input 'x' is f32[batch,4], not of a static shape"), std::string::npos)
+      << packing.skipped;
+
+  Graph training("training");
+  Value* y = training.add_input("y", {DType::kFloat32, Shape{2, 4}});
+  Value* w = training.add_persistent("w", {DType::kFloat32, Shape{4, 4}}, PersistentRole::kParameter,
+                                     random_tensor({4, 4}, 2));
+  training.add_output(training.add_node("MatMul", {y, w})->output(0));
+  packing = pack_weights(compile(training));
+  EXPECT_NE(packing.skipped.find("persistent values ('w')"), std::string::npos) << packing.skipped;
+}
+
 // Every prefix length and many single-byte corruptions: each load either
 // succeeds or throws weir::Error; nothing else escapes and nothing crashes.
 TEST(PlanFile, TruncatedAndCorruptedFilesAreRejected) {
   ScratchDir dir;
   auto g = resnet_style_graph(1, 4, 8);
-  save_plan(*compile(*g), dir / "good.weirplan");
+  auto plan = compile(*g);
+  pack_weights(plan);  // the packed-constant tables are corrupted too
+  save_plan(*plan, dir / "good.weirplan");
   std::string bytes = read_file(dir / "good.weirplan", size_t{1} << 30);
   auto try_load = [&](const std::string& content) -> std::string {
     write_file_atomically(dir / "bad.weirplan", content);

@@ -186,6 +186,49 @@ TEST(GraphRunner, OptimizeAndVerify) {
   expect_error(run("optimize " + (dir / "clean.weirplan").string() + " -o " + (dir / "again.weir").string()), "weirplan");
 }
 
+// A .weirplan written by optimize stores its conv weights packed for this
+// machine, and a run of it uses them instead of packing; --no-pack-weights
+// writes plain weights only, which the first run packs. Both give the .weir's
+// output bit for bit.
+TEST(GraphRunner, PlansStoreWeightsPackedForThisMachine) {
+  testing::ScratchDir dir;
+  models::ClassifierGraph lenet =
+      models::build_classifier("lenet", 1, /*training=*/false, {.classes = 10, .in_channels = 1, .image_size = 28});
+  Model model;
+  model.graph = std::move(lenet.graph);
+  save_model(model, dir / "lenet.weir");
+  const std::string in = (dir / "lenet.weir").string();
+  Tensor x(DType::kFloat32, {1, 1, 28, 28});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>((i * 29) % 97) / 97.0f;
+  write_npy(dir / "x.npy", x);
+  const std::string feed = " -i " + lenet.input + "=" + (dir / "x.npy").string();
+
+  Result packed = run("optimize " + in + " -o " + (dir / "packed.weirplan").string());
+  ASSERT_EQ(packed.status, 0) << packed.output;
+  EXPECT_NE(packed.output.find("packed weights: "), std::string::npos) << packed.output;
+  Result plain = run("optimize " + in + " -o " + (dir / "plain.weirplan").string() + " --no-pack-weights");
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("packed weights: "), std::string::npos) << plain.output;
+  EXPECT_GT(std::filesystem::file_size(dir / "packed.weirplan"), std::filesystem::file_size(dir / "plain.weirplan"));
+
+  std::vector<Tensor> outputs;
+  for (const std::string file : {"lenet.weir", "packed.weirplan", "plain.weirplan"}) {
+    std::string out = (dir / ("out_" + file)).string();
+    Result r = run("run " + (dir / file).string() + feed + " -o " + out + " --verbose");
+    ASSERT_EQ(r.status, 0) << r.output;
+    if (file == "packed.weirplan") {
+      EXPECT_NE(r.output.find(" from the plan file, 0 packed by this run"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("packed weights: 0 from"), std::string::npos) << r.output;
+    } else {
+      EXPECT_NE(r.output.find("packed weights: 0 from the plan file"), std::string::npos) << r.output;
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(out)) outputs.push_back(read_npy(entry.path()));
+  }
+  ASSERT_EQ(outputs.size(), 3u);
+  EXPECT_TRUE(outputs[1].bitwise_equal(outputs[0]));
+  EXPECT_TRUE(outputs[2].bitwise_equal(outputs[0]));
+}
+
 // Inference in bf16: run, bench, optimize and verify take --amp. A small
 // convnet (zoo LeNet) saved as .weir: the bf16 run's logits are f32 and
 // within bf16's error of the f32 run's; the optimized file holds bf16

@@ -13,7 +13,8 @@ namespace weir::tools {
 
 OptimizedModel optimize_model(const std::string& model, const std::string& output, const OpSet& ops,
                               const ModelOptions& model_options,
-                              const std::function<void(const Pass&, const Graph&, bool changed)>& after_pass) {
+                              const std::function<void(const Pass&, const Graph&, bool changed)>& after_pass,
+                              bool pack_weights) {
   std::unique_ptr<Graph> graph = load_graph(model, ops);
   infer_graph_types(*graph, ops.ops);
   OptimizedModel result{.nodes_before = graph->num_nodes()};
@@ -32,7 +33,9 @@ OptimizedModel optimize_model(const std::string& model, const std::string& outpu
     CompileOptions options;
     options.ops = &ops.ops;
     options.kernels = &ops.kernels;
-    save_plan(*compile(*graph, options), out);
+    std::shared_ptr<const Plan> plan = compile(std::move(graph), options);
+    if (pack_weights) result.packing = weir::pack_weights(plan);
+    save_plan(*plan, out);
   } else {
     Model saved;
     saved.graph = std::move(graph);

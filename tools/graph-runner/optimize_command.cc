@@ -20,6 +20,7 @@ struct OptimizeArgs {
   std::string output;
   std::vector<std::string> print_after;
   bool list = false;
+  bool no_pack = false;
 };
 
 void optimize(const OptimizeArgs& args) {
@@ -42,9 +43,16 @@ void optimize(const OptimizeArgs& args) {
           shown.graph = g.clone();
           std::printf("# graph after %s\n%s", name.c_str(), model_to_text(shown).c_str());
         }
-      });
+      },
+      !args.no_pack);
   std::printf("optimized: %zu nodes -> %zu, written to %s\n", result.nodes_before, result.nodes_after,
               args.output.c_str());
+  if (result.packing && result.packing->skipped.empty()) {
+    std::printf("packed weights: %zu kernels, %.1f MB, for %s\n", result.packing->kernels,
+                static_cast<double>(result.packing->bytes) / 1e6, packed_constant_target().c_str());
+  } else if (result.packing) {
+    std::printf("weights not packed: %s (the first run packs them)\n", result.packing->skipped.c_str());
+  }
 }
 
 }  // namespace
@@ -57,6 +65,9 @@ void add_optimize_command(CLI::App& app) {
   add_model_options(*cmd, args->plugins, args->passes);
   cmd->add_option("--print-after", args->print_after, "print the graph (text form) after this pass (repeatable)");
   cmd->add_flag("--list-passes", args->list, "list the passes and exit");
+  cmd->add_flag("--no-pack-weights", args->no_pack,
+                "a .weirplan keeps its weights only in plain layouts (by default they are also stored packed for "
+                "this machine's kernels, so a loaded plan's first run need not pack them)");
   cmd->callback([args] { optimize(*args); });
 }
 

@@ -58,6 +58,13 @@ void run(const RunArgs& args) {
     std::cerr << "plan: " << plan->schedule().steps.size() << " steps on " << plan->devices().size()
               << " device(s), planned arena " << plan->memory().planned_bytes() << " bytes\n"
               << "load and plan: " << load_ms << " ms; first run (kernels set up, constant weights packed): " << ms << " ms\n";
+    size_t adopted = 0, packed = 0;
+    for (size_t step = 0; step < plan->schedule().steps.size(); ++step) {
+      for (const PackedConstant& pack : plan->kernel(step).packed_constants()) ++(pack.adopted ? adopted : packed);
+    }
+    if (adopted + packed > 0) {
+      std::cerr << "packed weights: " << adopted << " from the plan file, " << packed << " packed by this run\n";
+    }
   }
   if (!args.profile.empty()) {
     profiler.write_chrome_trace(args.profile);

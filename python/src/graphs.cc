@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "passes/precision/auto_mixed_precision.h"
 #include "core/model_io.h"
 #include "frontend/onnx/onnx_exporter.h"
 #include "python/src/bindings.h"
@@ -37,11 +38,18 @@ std::vector<std::pair<std::string, std::string>> typed_names(const std::vector<V
 }
 
 tools::ModelOptions model_options(int opt_level, const std::vector<std::string>& disable_passes,
-                                  const std::string& device) {
+                                  const std::string& device, const std::string& amp) {
   if (opt_level < 0 || opt_level > 3) {
     throw Error(ErrorKind::kInvalidArgument, "opt_level must be 0 to 3, got " + std::to_string(opt_level));
   }
-  return {.opt_level = opt_level, .disabled = disable_passes, .device = device};
+  if (amp != "off") {
+    try {
+      parse_amp_dtype(amp);
+    } catch (const Error& e) {
+      throw Error(e.kind(), "amp: " + e.message());
+    }
+  }
+  return {.opt_level = opt_level, .disabled = disable_passes, .device = device, .amp = amp};
 }
 
 void bind_graphs(py::module_& m) {

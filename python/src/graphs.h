@@ -19,9 +19,10 @@ using GraphHandle = std::shared_ptr<Graph>;
 std::vector<std::string> value_names(const std::vector<Value*>& values);
 std::vector<std::pair<std::string, std::string>> typed_names(const std::vector<Value*>& values);
 
-// graph-runner's model options; kInvalidArgument for an opt_level outside 0-3.
+// graph-runner's model options; kInvalidArgument for an opt_level outside
+// 0-3, and an error naming the choices for an `amp` other than off, bf16 or fp16.
 tools::ModelOptions model_options(int opt_level, const std::vector<std::string>& disable_passes,
-                                  const std::string& device = "cpu");
+                                  const std::string& device = "cpu", const std::string& amp = "off");
 
 // The built-in ops and kernels plus each plugin's, shared by the sessions
 // made with them (a plugin's kernels must outlive every plan using them).

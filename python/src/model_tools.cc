@@ -19,27 +19,38 @@ namespace weir::python {
 namespace {
 
 py::dict optimize(const std::string& model, const std::string& output, int opt_level,
-                  const std::vector<std::string>& plugins, const std::vector<std::string>& disable_passes) {
+                  const std::vector<std::string>& plugins, const std::vector<std::string>& disable_passes,
+                  const std::string& amp, bool pack_weights) {
   std::shared_ptr<tools::OpSet> ops = op_set(plugins);
+  const tools::ModelOptions options = model_options(opt_level, disable_passes, "cpu", amp);
   tools::OptimizedModel result;
   {
     py::gil_scoped_release release;
-    result = tools::optimize_model(model, output, *ops, model_options(opt_level, disable_passes));
+    result = tools::optimize_model(model, output, *ops, options, {}, pack_weights);
   }
   py::dict out;
   out["nodes_before"] = result.nodes_before;
   out["nodes_after"] = result.nodes_after;
   out["output"] = output;
+  if (result.packing) {
+    py::dict packing;
+    packing["kernels"] = result.packing->kernels;
+    packing["bytes"] = result.packing->bytes;
+    packing["skipped"] = result.packing->skipped.empty() ? py::object(py::none()) : py::str(result.packing->skipped);
+    out["packed_weights"] = packing;
+  }
   return out;
 }
 
 py::dict verify(const std::string& model, double tolerance, int opt_level, const std::vector<std::string>& inputs,
-                const std::vector<std::string>& plugins, const std::vector<std::string>& disable_passes) {
+                const std::vector<std::string>& plugins, const std::vector<std::string>& disable_passes,
+                const std::string& amp) {
   std::shared_ptr<tools::OpSet> ops = op_set(plugins);
+  const tools::ModelOptions options = model_options(opt_level, disable_passes, "cpu", amp);
   tools::PassVerification result;
   {
     py::gil_scoped_release release;
-    result = tools::verify_passes(model, *ops, model_options(opt_level, disable_passes), inputs, tolerance);
+    result = tools::verify_passes(model, *ops, options, inputs, tolerance);
   }
   py::list passes;
   for (const tools::PassCheck& check : result.passes) {
@@ -94,12 +105,17 @@ py::dict inspect(const std::string& model, int64_t batch, int opt_level, const s
 void bind_model_tools(py::module_& m) {
   const auto no_names = std::vector<std::string>{};
   m.def("optimize", &optimize, py::arg("model"), py::arg("output"), py::arg("opt_level") = 3,
-        py::arg("plugins") = no_names, py::arg("disable_passes") = no_names,
-        "Runs the pass pipeline and writes .weir/.weirtxt or a compiled .weirplan; returns node counts");
+        py::arg("plugins") = no_names, py::arg("disable_passes") = no_names, py::arg("amp") = "off",
+        py::arg("pack_weights") = true,
+        "Runs the pass pipeline (amp: off, bf16 or fp16, inference in mixed precision) and writes "
+        ".weir/.weirtxt or a compiled .weirplan, whose weights are also stored packed for this machine "
+        "unless pack_weights is False; returns node counts (and for a plan, 'packed_weights')");
   m.def("verify", &verify, py::arg("model"), py::arg("tolerance") = 1e-4, py::arg("opt_level") = 3,
         py::arg("inputs") = no_names, py::arg("plugins") = no_names, py::arg("disable_passes") = no_names,
+        py::arg("amp") = "off",
         "Runs the graph before and after every pass on the same inputs (NAME=FILE.npy, the rest seeded "
-        "random); returns each pass's differences and the first past `tolerance`");
+        "random); returns each pass's differences and the first past `tolerance` (under amp, `tolerance` "
+        "bounds each pass's relative L2 change, as graph-runner verify --amp does)");
   m.def("inspect", &inspect, py::arg("model"), py::arg("batch") = 1, py::arg("opt_level") = 3,
         py::arg("dot") = "", py::arg("plugins") = no_names, py::arg("disable_passes") = no_names,
         "Inputs, outputs, op counts, weights, estimated FLOPs and planned memory (symbolic dims bound to "

@@ -35,8 +35,9 @@ SessionOptions session_options(int inter_op_threads) {
 
 std::shared_ptr<PythonSession> load(const std::filesystem::path& path, int opt_level,
                                     const std::vector<std::string>& plugins, const std::string& device,
-                                    const std::vector<std::string>& disable_passes, int inter_op_threads) {
-  const tools::ModelOptions options = model_options(opt_level, disable_passes, device);
+                                    const std::vector<std::string>& disable_passes, int inter_op_threads,
+                                    const std::string& amp) {
+  const tools::ModelOptions options = model_options(opt_level, disable_passes, device, amp);
   auto s = std::make_shared<PythonSession>();
   s->ops = op_set(plugins);
   py::gil_scoped_release release;
@@ -111,8 +112,9 @@ without a copy; outputs are arrays over Weir's memory (no copy).)doc")
 
   m.def("load", &load, py::arg("path"), py::arg("opt_level") = 3, py::arg("plugins") = std::vector<std::string>{},
         py::arg("device") = "cpu", py::arg("disable_passes") = std::vector<std::string>{},
-        py::arg("inter_op_threads") = 1,
-        "Loads .weir, .weirtxt, .weirplan or .onnx (by extension), optimizes it at opt_level and compiles it");
+        py::arg("inter_op_threads") = 1, py::arg("amp") = "off",
+        "Loads .weir, .weirtxt, .weirplan or .onnx (by extension), optimizes it at opt_level (amp: off, bf16 "
+        "or fp16, the convs and matmuls in mixed precision) and compiles it");
 }
 
 }  // namespace weir::python

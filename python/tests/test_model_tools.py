@@ -61,3 +61,39 @@ def test_inspect_and_optimize_errors_name_the_file(tmp_path):
         weir.inspect(str(tmp_path / "nothing.weir"))
     with pytest.raises(weir.Error, match="nothing.onnx"):
         weir.optimize(str(tmp_path / "nothing.onnx"), str(tmp_path / "out.weir"))
+
+
+def test_optimize_packs_a_static_plans_weights_and_says_why_not_otherwise(tmp_path, rng):
+    static = tmp_path / "static.weir"
+    small_convnet(batch=2).save(static)
+    x = rng.standard_normal((2, 3, 8, 8), dtype=np.float32)
+    reference = weir.load(str(static)).run({"x": x})["logits"]
+    packed = weir.optimize(str(static), str(tmp_path / "packed.weirplan"))
+    assert packed["packed_weights"]["skipped"] is None
+    assert packed["packed_weights"]["kernels"] >= 1 and packed["packed_weights"]["bytes"] > 0
+    plain = weir.optimize(str(static), str(tmp_path / "plain.weirplan"), pack_weights=False)
+    assert "packed_weights" not in plain
+    for name in ("packed.weirplan", "plain.weirplan"):
+        np.testing.assert_array_equal(weir.load(str(tmp_path / name)).run({"x": x})["logits"], reference)
+    # A batch of symbolic size: the layout depends on the batch fed, so nothing is packed, and the reason is given.
+    symbolic = tmp_path / "symbolic.weir"
+    small_convnet().save(symbolic)
+    unpacked = weir.optimize(str(symbolic), str(tmp_path / "symbolic.weirplan"))
+    assert "not of a static shape" in unpacked["packed_weights"]["skipped"]
+
+
+def test_amp_bf16_in_load_optimize_and_verify(model, tmp_path, rng):
+    x = rng.standard_normal((2, 3, 8, 8), dtype=np.float32)
+    f32 = weir.load(str(model)).run({"x": x})["logits"]
+    bf16 = weir.load(str(model), amp="bf16").run({"x": x})["logits"]
+    assert bf16.dtype == np.float32
+    assert not np.array_equal(bf16, f32), "the bf16 run gave f32's bits: did it run in bf16?"
+    assert np.linalg.norm(bf16 - f32) / np.linalg.norm(f32) < 3e-2
+    weir.optimize(str(model), str(tmp_path / "bf16.weir"), amp="bf16")
+    np.testing.assert_array_equal(weir.load(str(tmp_path / "bf16.weir")).run({"x": x})["logits"], bf16)
+    report = weir.verify(str(model), tolerance=3e-2, amp="bf16")
+    assert report["ok"], report
+    amp_pass = [p for p in report["passes"] if p["pass"] == "auto_mixed_precision"]
+    assert amp_pass and amp_pass[0]["changed"] and 0 < amp_pass[0]["relative_l2"] < 3e-2
+    with pytest.raises(weir.Error, match="amp: .*bf16"):
+        weir.load(str(model), amp="int4")

@@ -1,8 +1,10 @@
 // Recompute on deep training graphs, with and without it: planned arena,
-// measured run peak (the session's allocator), the whole step's estimated
-// memory with parameters and data, ms/step, the recomputed FLOPs against
-// the forward pass's, and the largest parameter difference from the run
-// without recompute after the timed steps (same data, same order).
+// measured run peak (the session's allocator, one session alive at a
+// time), the whole step's estimated memory with parameters and data,
+// ms/step (the median of the timed steps, the configurations taking turns
+// step by step), the recomputed FLOPs against the forward pass's, and the
+// largest parameter difference from the run without recompute after the
+// timed steps (same data, same order).
 //
 // Two models:
 //  - mlp: 784-256×layers-10, SGD, batch 4096 by default;
@@ -15,13 +17,17 @@
 //
 //   OMP_NUM_THREADS=2 build/ci/bench/weir_recompute_bench [mlp|bert|both] [batch] [layers] [steps]
 //   (the sizes go with mlp or bert; both runs each at its defaults)
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "frontend/optim/optimizer.h"
 #include "models/zoo.h"
@@ -49,9 +55,12 @@ struct Run {
   int64_t recomputed_flops = 0, forward_flops = 0, budget = 0;
   size_t kept = 0;
   int cloned = 0, evaluations = 0;
-  double ms_per_step = 0, choose_ms = 0;
-  std::unique_ptr<weir::Session> session;
+  double choose_ms = 0;
+  std::shared_ptr<const weir::Plan> plan;
+  std::map<std::string, weir::Tensor> feeds;
   std::vector<std::string> parameters;
+  std::unique_ptr<weir::Session> session;  // the timed one
+  std::vector<double> step_ms;
 };
 
 struct Model {
@@ -60,7 +69,8 @@ struct Model {
   int steps = 0;
 };
 
-Run run(const Model& model, Mode mode) {
+// The step with `mode`'s recompute, compiled, and its feeds.
+Run prepare(const Model& model, Mode mode) {
   weir::models::ZooOptions zoo;
   if (model.name == "mlp") {
     zoo.mlp_layers = model.layers;
@@ -98,9 +108,8 @@ Run run(const Model& model, Mode mode) {
     r.evaluations = pass.evaluations();
   }
   r.total = weir::estimate_memory(*g.graph->clone()).total();
-  auto plan = weir::compile(*g.graph);
-  r.planned = plan->memory().planned_bytes();
-  r.session = std::make_unique<weir::Session>(plan);
+  r.plan = weir::compile(*g.graph);
+  r.planned = r.plan->memory().planned_bytes();
   std::mt19937_64 rng(7);
   std::map<std::string, weir::Tensor> feeds = {{"lr", weir::Tensor::scalar<float>(0.01f)}};
   if (model.name == "mlp") {
@@ -115,14 +124,40 @@ Run run(const Model& model, Mode mode) {
   weir::Tensor y(weir::DType::kInt64, {model.batch});
   for (int64_t i = 0; i < model.batch; ++i) y.data<int64_t>()[i] = static_cast<int64_t>(rng() % 10);
   feeds[g.labels] = y;
-  r.session->run(feeds);  // warm-up: primitives, first touch
-  r.session->reset_peak_memory();
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < model.steps; ++i) r.session->run(feeds);
-  auto end = std::chrono::steady_clock::now();
-  r.measured = r.session->memory_stats(weir::Device::cpu()).stats.peak_bytes;
-  r.ms_per_step = std::chrono::duration<double, std::milli>(end - start).count() / model.steps;
+  r.feeds = std::move(feeds);
   return r;
+}
+
+// One session at a time (the allocator's statistics are the process's):
+// the peak of a step after a warm-up.
+void measure_memory(Run& r) {
+  weir::Session session(r.plan);
+  session.run(r.feeds);  // warm-up: primitives, first touch
+  session.reset_peak_memory();
+  session.run(r.feeds);
+  r.measured = session.memory_stats(weir::Device::cpu()).stats.peak_bytes;
+}
+
+// The configurations take turns step by step, so that a machine's load
+// falls on all of them alike; each one's time is the median of its steps.
+void time_steps(std::vector<Run>& runs, int steps) {
+  for (Run& r : runs) {
+    r.session = std::make_unique<weir::Session>(r.plan);
+    r.session->run(r.feeds);  // warm-up
+  }
+  for (int i = 0; i < steps; ++i) {
+    for (Run& r : runs) {
+      auto start = std::chrono::steady_clock::now();
+      r.session->run(r.feeds);
+      r.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n == 0 ? 0 : n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 double largest_difference(const Run& a, const Run& b) {
@@ -138,21 +173,24 @@ double largest_difference(const Run& a, const Run& b) {
 
 void report(const Model& model, const std::vector<Mode>& modes) {
   if (model.name == "mlp") {
-    std::printf("MLP 784-256x%lld-10, SGD, batch %lld, %d timed steps after one warm-up\n", static_cast<long long>(model.layers),
-                static_cast<long long>(model.batch), model.steps);
+    std::printf("MLP 784-256x%lld-10, SGD, batch %lld, %d timed steps after one warm-up (the configurations in turn; "
+                "medians)\n",
+                static_cast<long long>(model.layers), static_cast<long long>(model.batch), model.steps);
   } else {
     std::printf("BERT-style encoder, %lld layers, hidden 256, 4 heads, seq 128, vocab 1000, dropout 0.1, SGD, batch %lld, "
-                "%d timed steps after one warm-up\n",
+                "%d timed steps after one warm-up (the configurations in turn; medians)\n",
                 static_cast<long long>(model.layers), static_cast<long long>(model.batch), model.steps);
   }
   std::vector<Run> runs;
-  for (Mode mode : modes) runs.push_back(run(model, mode));
+  for (Mode mode : modes) runs.push_back(prepare(model, mode));
+  for (Run& r : runs) measure_memory(r);
+  time_steps(runs, model.steps);
   auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
   std::printf("%-22s %10s %13s %9s %9s %12s %8s %8s %9s\n", "", "arena MiB", "run peak MiB", "step MiB", "ms/step",
               "recomp GFLOP", "kept", "cloned", "choose ms");
   for (const Run& r : runs) {
     std::printf("%-22s %10.1f %13.1f %9.1f %9.1f %12.3f %8zu %8d %9.0f\n", mode_name(r.mode), mib(r.planned), mib(r.measured),
-                mib(r.total), r.ms_per_step, static_cast<double>(r.recomputed_flops) * 1e-9, r.kept, r.cloned, r.choose_ms);
+                mib(r.total), median(r.step_ms), static_cast<double>(r.recomputed_flops) * 1e-9, r.kept, r.cloned, r.choose_ms);
   }
   const Run& plain = runs.front();
   for (size_t i = 1; i < runs.size(); ++i) {
@@ -161,7 +199,7 @@ void report(const Model& model, const std::vector<Mode>& modes) {
                 "forward's %.3f GFLOP; budget %.1f MiB, %d peak estimates; largest parameter difference after %d steps: %g\n",
                 mode_name(r.mode), static_cast<double>(r.planned) / plain.planned, static_cast<double>(r.measured) / plain.measured,
                 static_cast<double>(r.total) / plain.total, static_cast<double>(plain.total) / r.total,
-                r.ms_per_step / plain.ms_per_step,
+                median(r.step_ms) / median(plain.step_ms),
                 r.forward_flops > 0 ? 100.0 * static_cast<double>(r.recomputed_flops) / static_cast<double>(r.forward_flops) : 0.0,
                 static_cast<double>(r.forward_flops) * 1e-9, mib(r.budget), r.evaluations, model.steps + 1,
                 largest_difference(plain, r));

@@ -1,5 +1,6 @@
 #include "ops/elementwise/binary_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -163,53 +164,91 @@ class BinaryKernel final : public OpKernel {
   DType dtype_;
 };
 
-// Max / Min over any number of inputs, broadcast together, folded left to right.
+// Max / Min / Sum / Mean over any number of inputs, broadcast together,
+// folded left to right into the output itself: the output is where the
+// memory planner placed it, and the fold needs no temporaries (the sizes
+// an input broadcasts to do not change the values).
 template <typename Op>
 class VariadicKernel final : public OpKernel {
  public:
   explicit VariadicKernel(bool mean = false) : mean_(mean) {}
 
   void compute(KernelContext& ctx) override {
-    Tensor acc = ctx.input(0);
+    const Tensor& first = ctx.input(0);
+    std::vector<int64_t> sizes = first.sizes();
     for (size_t i = 1; i < ctx.num_inputs(); ++i) {
       const Tensor& next = ctx.input(i);
-      if (next.dtype() != acc.dtype()) {
-        ctx.fail("input " + std::to_string(i) + " is " + next.type_string() + "; input 0 is " + acc.type_string());
+      if (next.dtype() != first.dtype()) {
+        ctx.fail("input " + std::to_string(i) + " is " + next.type_string() + "; input 0 is " + first.type_string());
       }
-      auto sizes = broadcast_sizes(acc.sizes(), next.sizes());
-      if (!sizes) ctx.fail("cannot broadcast " + acc.type_string() + " with input " + std::to_string(i) + " " + next.type_string());
-      Tensor folded = Tensor::uninitialized(acc.dtype(), *sizes, ctx.allocator());
-      BroadcastPlan plan(*sizes, acc.sizes(), next.sizes());
-      dispatch_dtype(acc.dtype(), [&]<typename T>() {
-        if constexpr (!std::is_same_v<T, bool>) {
-          const T* pa = acc.data<T>();
+      auto folded = broadcast_sizes(sizes, next.sizes());
+      if (!folded) {
+        ctx.fail("cannot broadcast " + std::string(dtype_name(first.dtype())) + format_sizes(sizes) + " with input " +
+                 std::to_string(i) + " " + next.type_string());
+      }
+      sizes = std::move(*folded);
+    }
+    if (ctx.num_inputs() == 1 && !mean_) {
+      ctx.set_output(0, first);
+      return;
+    }
+    Tensor* result = &ctx.allocate_output(0, first.dtype(), sizes, KernelContext::Fill::kUninitialized);
+    // The fold reads input i after writing the output for inputs before it:
+    // an output over any input but exactly input 0 (which is read only at
+    // the element being written) folds into a fresh tensor instead.
+    Tensor fresh;
+    if (overlaps_an_input(ctx, *result)) {
+      fresh = Tensor::uninitialized(first.dtype(), sizes, ctx.allocator());
+      result = &fresh;
+    }
+    Tensor& acc = *result;
+    dispatch_dtype(first.dtype(), [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        T* po = acc.data<T>();
+        if (ctx.num_inputs() == 1) std::copy(first.data<T>(), first.data<T>() + first.num_elements(), po);  // Mean of one
+        for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+          // Input 0 the first time, the sum so far (the output, read and
+          // written at the same element) after.
+          const Tensor& left = i == 1 ? first : acc;
+          const Tensor& next = ctx.input(i);
+          BroadcastPlan plan(sizes, left.sizes(), next.sizes());
+          const T* pa = left.data<T>();
           const T* pb = next.data<T>();
-          T* po = folded.data<T>();
           parallel_for(plan.num_elements(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
             BinaryKernel<Op>::template run<T>(plan, begin, end, pa, pb, po);
           });
         }
-      });
-      acc = folded;
-    }
-    if (mean_) {  // Mean: the sum over the count, in a fresh tensor (acc may be input 0)
-      Tensor mean = Tensor::uninitialized(acc.dtype(), acc.sizes(), ctx.allocator());
+      }
+    });
+    if (mean_) {  // Mean: the sum over the count, in place
       double count = static_cast<double>(ctx.num_inputs());
       dispatch_dtype(acc.dtype(), [&]<typename T>() {
         if constexpr (std::is_floating_point_v<ComputeType<T>>) {
-          const T* in = acc.data<T>();
-          T* out = mean.data<T>();
-          for (int64_t i = 0; i < acc.num_elements(); ++i) out[i] = store<T>(load(in[i]) / static_cast<ComputeType<T>>(count));
+          T* out = acc.data<T>();
+          for (int64_t i = 0; i < acc.num_elements(); ++i) out[i] = store<T>(load(out[i]) / static_cast<ComputeType<T>>(count));
         } else {
           ctx.fail("Mean needs a floating-point input, got " + acc.type_string());
         }
       });
-      acc = mean;
     }
-    ctx.set_output(0, acc);
+    if (fresh.defined()) ctx.set_output(0, fresh);
   }
 
  private:
+  static bool overlaps_an_input(const KernelContext& ctx, const Tensor& out) {
+    const auto* begin = static_cast<const char*>(out.raw_data());
+    const char* end = begin + out.nbytes();
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor& in = ctx.input(i);
+      const auto* in_begin = static_cast<const char*>(in.raw_data());
+      const char* in_end = in_begin + in.nbytes();
+      if (in_begin >= end || in_end <= begin) continue;
+      if (i == 0 && in_begin == begin && in.sizes() == out.sizes()) continue;
+      return true;
+    }
+    return false;
+  }
+
   bool mean_;
 };
 

@@ -7,8 +7,12 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
+#include <memory>
 
+#include "core/allocator.h"
 #include "core/error.h"
+#include "ops/kernel.h"
 #include "tests/ops/gradient_check.h"
 
 namespace weir {
@@ -206,6 +210,71 @@ TEST(BinaryKernels, PowModMaxMinMatchTheReference) {
   Tensor nan = make_tensor(DType::kFloat32, {std::numeric_limits<double>::quiet_NaN()}, {1});
   EXPECT_TRUE(std::isnan(to_doubles(run_op("Max", {a, nan})[0])[1]));
   EXPECT_TRUE(std::isnan(to_doubles(run_op("Min", {nan, a})[0])[1]));
+}
+
+// Sum, Mean, Max and Min fold their inputs left to right into their output
+// where the memory planner put it: no temporaries and no output of their
+// own (which the run would hold outside the arena).
+TEST(BinaryKernels, VariadicOpsFoldIntoThePlannedOutput) {
+  const std::vector<std::vector<int64_t>> shapes = {{3, 1}, {2, 3, 4}, {4}, {1, 3, 4}};
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    int64_t count = 1;
+    for (int64_t size : shapes[i]) count *= size;
+    inputs.push_back(make_tensor(DType::kFloat32, random_values(DType::kFloat32, count, 60 + static_cast<uint32_t>(i)), shapes[i]));
+  }
+  const std::vector<int64_t> out_sizes = {2, 3, 4};
+  const std::map<std::string, std::function<double(double, double)>> ops = {
+      {"Sum", [](double a, double b) { return a + b; }},
+      {"Mean", [](double a, double b) { return a + b; }},
+      {"Max", [](double a, double b) { return std::max(a, b); }},
+      {"Min", [](double a, double b) { return std::min(a, b); }}};
+  for (const auto& [op, fold] : ops) {
+    Graph g("variadic");
+    std::vector<Value*> values;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      values.push_back(g.add_input("x" + std::to_string(i), {DType::kFloat32, Shape::from_sizes(inputs[i].sizes())}));
+    }
+    Node* node = g.add_node(op, values, 1, {}, "variadic");
+    std::unique_ptr<OpKernel> kernel = default_kernel_registry().create(*node, DeviceType::kCpu);
+    Tensor arena(DType::kFloat32, {64});  // the planner's buffer, with room to spare
+    CpuAllocator counted;
+    KernelContext ctx(*node, inputs, counted);
+    ctx.set_planned_output(0, {arena.raw_data(), arena.nbytes(), false, nullptr});
+    kernel->compute(ctx);
+    EXPECT_EQ(ctx.output(0).raw_data(), arena.raw_data()) << op;
+    EXPECT_EQ(ctx.output(0).sizes(), out_sizes) << op;
+    EXPECT_EQ(counted.stats().num_allocations, 0) << op;
+    std::vector<double> got = to_doubles(ctx.output(0));
+    ASSERT_EQ(got.size(), size_t{24}) << op;
+    for (int64_t i = 0; i < 24; ++i) {
+      double expected = to_doubles(inputs[0])[static_cast<size_t>(broadcast_offset(i, out_sizes, shapes[0]))];
+      for (size_t k = 1; k < inputs.size(); ++k) {
+        expected = fold(expected, to_doubles(inputs[k])[static_cast<size_t>(broadcast_offset(i, out_sizes, shapes[k]))]);
+      }
+      if (op == "Mean") expected /= static_cast<double>(inputs.size());
+      EXPECT_NEAR(got[static_cast<size_t>(i)], expected, 1e-5 * std::max(1.0, std::fabs(expected))) << op << " element " << i;
+    }
+  }
+}
+
+// An output placed over an input the fold reads after writing (input 2
+// here) would read its own partial sums: the kernel folds elsewhere.
+TEST(BinaryKernels, VariadicOutputOverALaterInputFoldsElsewhere) {
+  std::vector<Tensor> inputs;
+  for (uint32_t i = 0; i < 3; ++i) inputs.push_back(make_tensor(DType::kFloat32, random_values(DType::kFloat32, 6, 70 + i), {2, 3}));
+  std::vector<double> x0 = to_doubles(inputs[0]), x1 = to_doubles(inputs[1]), x2 = to_doubles(inputs[2]);
+  Graph g("variadic");
+  std::vector<Value*> values;
+  for (size_t i = 0; i < 3; ++i) values.push_back(g.add_input("x" + std::to_string(i), {DType::kFloat32, Shape{2, 3}}));
+  Node* node = g.add_node("Sum", values, 1, {}, "sum");
+  std::unique_ptr<OpKernel> kernel = default_kernel_registry().create(*node, DeviceType::kCpu);
+  KernelContext ctx(*node, inputs, cpu_allocator());
+  ctx.set_planned_output(0, {inputs[2].raw_data(), inputs[2].nbytes(), true, nullptr});
+  kernel->compute(ctx);
+  std::vector<double> got = to_doubles(ctx.output(0));
+  ASSERT_EQ(got.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(got[i], static_cast<float>(static_cast<float>(x0[i] + x1[i]) + x2[i])) << i;
 }
 
 TEST(BinaryKernels, ModErrors) {

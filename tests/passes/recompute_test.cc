@@ -11,6 +11,7 @@
 #include "models/zoo.h"
 #include "passes/memory/recompute.h"
 #include "passes/pass.h"
+#include "runtime/caching_allocator.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
@@ -306,6 +307,58 @@ TEST(Recompute, EncoderTrainsTheSameWithTheBudgetedChoice) {
   for (const std::string& name : plain.step.parameters) {
     EXPECT_LE(max_difference(sa.state(name), sb.state(name)), 1e-6) << name;
   }
+}
+
+// What one run of `plan` holds at its peak, beyond what the process's
+// allocator held before the session (other tests' tensors): the session's
+// state, arena and the values allocated as they are produced.
+int64_t measured_run_peak(const std::shared_ptr<const Plan>& plan, const std::map<std::string, Tensor>& feeds) {
+  const int64_t before = device_caching_allocator(Device::cpu()).stats().bytes_in_use;
+  Session session(plan);
+  session.run(feeds);
+  session.reset_peak_memory();
+  session.run(feeds);
+  return session.memory_stats(Device::cpu()).stats.peak_bytes - before;
+}
+
+// The estimate the budget is checked against is what the run holds: the
+// arena, the state, and the values the planner leaves to run time (here the
+// Reshape(dY, Shape(X)) of the views' gradients, whose dims are symbolic,
+// and the Dropouts' outputs), which the run would otherwise add unseen.
+// The feeds are the caller's memory, which the estimate counts and the
+// session's allocator does not.
+TEST(Recompute, EstimateIsTheMeasuredRunPeak) {
+  Encoder plain = encoder(4, {});
+  Encoder recomputed = encoder(4, recompute_strategy(RecomputeMode::kAuto));
+  for (Encoder* e : {&plain, &recomputed}) {
+    const MemoryEstimate estimate = estimate_memory(*e->graph.graph->clone());
+    const int64_t measured = measured_run_peak(compile(*e->graph.graph), encoder_feeds(*e, 0));
+    std::printf("4-layer encoder%s: estimate %lld bytes (%lld of it allocated at run time, %lld fed), measured run peak %lld\n",
+                e == &plain ? "" : " with recompute", static_cast<long long>(estimate.total()),
+                static_cast<long long>(estimate.run_time_bytes), static_cast<long long>(estimate.input_bytes),
+                static_cast<long long>(measured));
+    EXPECT_GT(estimate.run_time_bytes, 0);
+    EXPECT_LE(measured, estimate.total());
+    // Nor far above it: within 2% (the constants, the graph's memory, are
+    // counted and not held by the session's allocator).
+    EXPECT_GE(measured, (estimate.total() - estimate.input_bytes) * 49 / 50);
+    // Without the run-time values the estimate would fall short of the run.
+    EXPECT_GT(measured, estimate.total() - estimate.run_time_bytes - estimate.input_bytes);
+  }
+}
+
+// The default budget, a third of the estimated peak without recompute, is
+// met by the run itself, and so is a third of the plain run's peak.
+TEST(Recompute, DefaultBudgetIsMetByTheMeasuredRunPeak) {
+  Encoder plain = encoder(8, {});
+  Encoder recomputed = encoder(8, recompute_strategy(RecomputeMode::kAuto));
+  const int64_t measured_plain = measured_run_peak(compile(*plain.graph.graph), encoder_feeds(plain, 0));
+  const int64_t measured = measured_run_peak(compile(*recomputed.graph.graph), encoder_feeds(recomputed, 0));
+  std::printf("8-layer encoder: measured run peak %lld -> %lld bytes (budget %lld)\n", static_cast<long long>(measured_plain),
+              static_cast<long long>(measured), static_cast<long long>(recomputed.step.recompute_budget_bytes));
+  ASSERT_GT(recomputed.step.recompute_budget_bytes, 0);
+  EXPECT_LE(measured, recomputed.step.recompute_budget_bytes);
+  EXPECT_LE(measured * 3, measured_plain);
 }
 
 TEST(Recompute, UnreachableBudgetOnTheEncoderNamesItAndTheReachable) {

@@ -15,6 +15,7 @@
 #include "passes/fusion/matmul_add_to_gemm.h"
 #include "passes/fusion/matmul_fusion.h"
 #include "passes/fusion/qdq_fusion.h"
+#include "passes/fusion/qdq_residual_fusion.h"
 #include "passes/layout/channels_last_layout.h"
 #include "passes/precision/auto_mixed_precision.h"
 #include "passes/precision/wide_output_fusion.h"
@@ -72,7 +73,8 @@ struct Registered {
 // own shape has a static output type, which no-op elimination needs, and
 // folding finishes the shape arithmetic); no-ops; the QDQ fusion (int8
 // convs and matmuls: before folding, which would turn DequantizeLinear of
-// constant int8 weights into f32 weights); folding (shape arithmetic and frozen-weight arithmetic
+// constant int8 weights into f32 weights), then the quantized residual Adds
+// into the int8 convs it made; folding (shape arithmetic and frozen-weight arithmetic
 // become constants); CSE (folded duplicates now read the same values); the
 // fusions, on the simplified graph (Conv+BN needs constant weights, and
 // runs before Conv+Relu so Conv-BN-Relu ends as one FusedConv; an input
@@ -89,6 +91,7 @@ const std::vector<Registered>& registered() {
       {"shape_op_folding", 1, [] { return std::unique_ptr<Pass>(new ShapeOpFolding()); }},
       {"no_op_elimination", 1, [] { return std::unique_ptr<Pass>(new NoOpElimination()); }},
       {"qdq_fusion", 2, [] { return std::unique_ptr<Pass>(new QdqFusion()); }},
+      {"qdq_residual_fusion", 2, [] { return std::unique_ptr<Pass>(new QdqResidualFusion()); }},
       {"constant_folding", 1, [] { return std::unique_ptr<Pass>(new ConstantFolding()); }},
       {"common_subexpression_elimination", 2, [] { return std::unique_ptr<Pass>(new CommonSubexpressionElimination()); }},
       {"conv_batch_norm_folding", 2, [] { return std::unique_ptr<Pass>(new ConvBatchNormFolding()); }},

@@ -27,6 +27,15 @@ memory::dims dims_of(const std::array<int64_t, 3>& values, size_t rank, int64_t 
   return dims;
 }
 
+memory::data_type data_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::kBFloat16: return memory::data_type::bf16;
+    case DType::kUInt8: return memory::data_type::u8;
+    case DType::kInt8: return memory::data_type::s8;
+    default: return memory::data_type::f32;
+  }
+}
+
 // Plain [N, C, spatial...] of the problem's input or output, or
 // [N, spatial..., C] in memory when channels_last (dims stay N, C, spatial).
 memory::desc plain_desc(const ConvProblem& p, DType dtype, bool output, bool channels_last) {
@@ -40,10 +49,10 @@ memory::desc plain_desc(const ConvProblem& p, DType dtype, bool output, bool cha
       stride *= dims[a];
     }
     strides[0] = stride;
-    return memory::desc(dims, dtype == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32, strides);
+    return memory::desc(dims, data_type_of(dtype), strides);
   }
   for (size_t a = dims.size() - 1; a-- > 0;) strides[a] = strides[a + 1] * dims[a + 1];
-  return memory::desc(dims, dtype == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32, strides);
+  return memory::desc(dims, data_type_of(dtype), strides);
 }
 
 using Key = std::tuple<DType, bool, bool, bool, int64_t, int64_t, size_t, std::array<int64_t, 3>, std::array<int64_t, 3>,
@@ -89,7 +98,9 @@ DnnlPool::DnnlPool() : impl_(std::make_unique<Impl>()) {}
 DnnlPool::~DnnlPool() = default;
 
 bool DnnlPool::supports(DType dtype, const ConvProblem& p, bool max, bool include_pad) {
-  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) return false;
+  // i8 and u8: the maximum only (an average would round).
+  const bool integer = dtype == DType::kInt8 || dtype == DType::kUInt8;
+  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16 && !(integer && max)) return false;
   if (p.batch == 0 || p.in_channels == 0 || p.out_plane() == 0 || p.in_plane() == 0) return false;
   for (size_t a = 0; a < 3; ++a) {
     if (!max && include_pad && end_padding(p, a) != p.pads_end[a]) return false;

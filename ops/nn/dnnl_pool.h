@@ -6,7 +6,8 @@
 //   DnnlPool pool;
 //   if (DnnlPool::supports(dtype, problem, include_pad)) pool.forward(dtype, problem, max, include_pad, x, y);
 //
-// f32 and bf16. Not for the Indices output of MaxPool, nor for
+// f32 and bf16, and i8 and u8 for the maximum (quantized models). Not for
+// the Indices output of MaxPool, nor for
 // count_include_pad when ceil_mode adds windows past the end pads (ONNX does
 // not count those taps; oneDNN would).
 #pragma once

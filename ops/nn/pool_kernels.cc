@@ -491,7 +491,7 @@ void register_pool_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
   registry.add("MaxPool", DeviceType::kCpu, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kUInt8},
                [](const Node& node) { return std::make_unique<MaxPoolKernel>(node); });
-  registry.add("ChannelsLastPool", DeviceType::kCpu, {DType::kFloat32, DType::kBFloat16},
+  registry.add("ChannelsLastPool", DeviceType::kCpu, {DType::kFloat32, DType::kBFloat16, DType::kInt8, DType::kUInt8},
                [](const Node& node) { return std::make_unique<ChannelsLastPoolKernel>(node); });
   registry.add("AveragePool", DeviceType::kCpu, types,
                [](const Node& node) { return std::make_unique<AveragePoolKernel>(node); });

@@ -128,7 +128,8 @@ void register_pool_schemas(OpRegistry& registry) {
   // What the channels_last_layout pass makes of a MaxPool or AveragePool
   // inside a channels-last conv chain. Inference only.
   OpSchema channels_last_pool("ChannelsLastPool");
-  channels_last_pool.input("X", "T").output("Y", "T").type_constraint("T", {DType::kFloat32, DType::kBFloat16});
+  channels_last_pool.input("X", "T").output("Y", "T").type_constraint(
+      "T", {DType::kFloat32, DType::kBFloat16, DType::kInt8, DType::kUInt8});
   window_attributes(channels_last_pool)
       .attr("mode", AttrType::kString, Attribute("max"))
       .attr("count_include_pad", AttrType::kInt, Attribute(int64_t{0}))
@@ -140,7 +141,7 @@ void register_pool_schemas(OpRegistry& registry) {
         ctx.set_output_type(0, {x->dtype, channels_last_order(pooled_shape(ctx, channels_first_order(x->shape)))});
       })
       .doc("MaxPool (mode max) or AveragePool (mode average) of X [N, spatial..., C] (channels last), "
-           "giving Y [N, spatial out..., C]; f32 and bf16 through oneDNN");
+           "giving Y [N, spatial out..., C]; f32 and bf16 through oneDNN, and i8 and u8 for mode max");
   registry.add(std::move(channels_last_pool));
 
   registry.add(pool_backward("MaxPoolGrad", "gradient of MaxPool: dY goes to the first maximum of each window"));

@@ -61,6 +61,7 @@ struct Cached {
   PlainDescs plain;
   memory::desc x_wanted, w_wanted, y_wanted, bias, scratchpad;
   std::optional<dnnl::reorder> x_to_wanted, w_to_wanted, y_to_plain;
+  std::optional<dnnl::reorder> addend_to_wanted;  // a sum on a y of another layout than the user's
   PackedWeights packed_weights;
   // Reorder targets of one run; whoever holds `busy` uses them, a
   // concurrent run allocates its own.
@@ -70,13 +71,14 @@ struct Cached {
 
 using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, size_t, std::array<int64_t, 3>, std::array<int64_t, 3>,
                        std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>, std::array<int64_t, 3>,
-                       std::array<int64_t, 3>, DType, DType, std::vector<float>, bool, bool, bool, bool, bool>;
+                       std::array<int64_t, 3>, DType, DType, std::vector<float>, bool, bool, bool, bool, bool,
+                       bool, float, int32_t>;
 
 Key key_of(const ConvProblem& p, const Int8ConvSetup& s) {
   return {p.batch,      p.in_channels, p.out_channels, p.group,          p.spatial_rank,  p.in,
           p.out,        p.kernel,      p.strides,      p.dilations,      p.pads_begin,    p.pads_end,
           s.x_dtype,    s.y_dtype,     s.multipliers,  s.relu,           s.with_bias,     s.channels_last,
-          s.x_zero_nonzero, s.y_zero_nonzero};
+          s.x_zero_nonzero, s.y_zero_nonzero, s.sum, s.sum_scale, s.sum_zero};
 }
 
 // oneDNN's reference implementations are its correctness baselines, many
@@ -116,11 +118,11 @@ struct DnnlInt8Conv::Impl {
     attr.set_output_scales(setup.multipliers.size() == 1 ? 0 : 1 << 1, setup.multipliers);
     if (setup.x_zero_nonzero) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     if (setup.y_zero_nonzero) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
-    if (setup.relu) {
-      dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(ops);
-    }
+    // Post-ops run in order: the residual sum first, then the Relu.
+    dnnl::post_ops ops;
+    if (setup.sum) ops.append_sum(setup.sum_scale, setup.sum_zero);
+    if (setup.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (ops.len() > 0) attr.set_post_ops(ops);
     memory::dims strides = spatial(p.strides, p.spatial_rank), dilates = spatial(p.dilations, p.spatial_rank, 1);
     memory::dims pl = spatial(p.pads_begin, p.spatial_rank), pr = spatial(p.pads_end, p.spatial_rank);
     memory::desc bias({p.out_channels}, memory::data_type::s32, Tag::x);
@@ -145,6 +147,9 @@ struct DnnlInt8Conv::Impl {
     if (d.x != c->x_wanted) c->x_to_wanted = dnnl::reorder(dnnl::reorder::primitive_desc(engine, d.x, engine, c->x_wanted));
     if (d.w != c->w_wanted) c->w_to_wanted = dnnl::reorder(dnnl::reorder::primitive_desc(engine, d.w, engine, c->w_wanted));
     if (d.y != c->y_wanted) c->y_to_plain = dnnl::reorder(dnnl::reorder::primitive_desc(engine, c->y_wanted, engine, d.y));
+    if (setup.sum && d.y != c->y_wanted) {
+      c->addend_to_wanted = dnnl::reorder(dnnl::reorder::primitive_desc(engine, d.y, engine, c->y_wanted));
+    }
     return c;
   }
 
@@ -178,6 +183,9 @@ struct DnnlInt8Conv::Impl {
       args.emplace(DNNL_ARG_WEIGHTS, w);
     }
     memory& y = c.y_to_plain ? buffer(c.y_buffer, local_y, c.y_wanted) : user_y;
+    // The sum post-op adds what the destination holds: the addend, in the
+    // user's y on entry, goes to the primitive's layout first.
+    if (c.addend_to_wanted) c.addend_to_wanted->execute(stream, user_y, y);
     args.emplace(DNNL_ARG_DST, y);
     if (setup.with_bias) args.emplace(DNNL_ARG_BIAS, memory(c.bias, engine, const_cast<int32_t*>(r.bias)));
     int32_t x_zero = r.x_zero, y_zero = r.y_zero;

@@ -7,6 +7,7 @@
 //
 //   DnnlInt8Conv conv;
 //   Int8ConvSetup setup{DType::kUInt8, DType::kUInt8, multipliers, /*relu=*/false, /*with_bias=*/true};
+//   // setup.sum: y holds a residual addend on entry (FusedQLinearConv's Z)
 //   if (!conv.forward(problem, setup, {x, x_zero, w, bias, y_zero, y}, /*constant_weights=*/true)) {
 //     ... run the reference loops: oneDNN has no fast kernel for this problem
 //   }
@@ -39,6 +40,12 @@ struct Int8ConvSetup {
   bool channels_last = false;
   bool x_zero_nonzero = false;
   bool y_zero_nonzero = false;
+  // A residual addend of y's type and shape, which y holds on entry: before
+  // the Relu, the sum gains (addend - sum_zero) * sum_scale (oneDNN's sum
+  // post-op; both are baked into the primitive).
+  bool sum = false;
+  float sum_scale = 1.0f;
+  int32_t sum_zero = 0;
 };
 
 // One run's data. Rounding: oneDNN adds y_zero before rounding, so where
@@ -51,7 +58,7 @@ struct Int8ConvRun {
   const int8_t* w = nullptr;
   const int32_t* bias = nullptr;  // [M] or null
   int32_t y_zero = 0;
-  void* y = nullptr;
+  void* y = nullptr;  // with setup.sum, holds the addend on entry
 };
 
 class DnnlInt8Conv {

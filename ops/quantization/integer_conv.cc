@@ -177,6 +177,7 @@ class QLinearConvKernel final : public OpKernel {
     std::vector<float> multipliers(w_scales.size());
     for (size_t m = 0; m < multipliers.size(); ++m) multipliers[m] = x_scale * w_scales[m] / y_scale;
     std::vector<int64_t> y_sizes = channels_last_ ? channels_last_order(p.out_sizes()) : p.out_sizes();
+    const Addend addend = addend_of(ctx, y_sizes, y_zero.dtype(), y_scale);
     Tensor& y = ctx.allocate_output(0, y_zero.dtype(), y_sizes, KernelContext::Fill::kUninitialized);
     if (y.num_elements() == 0) return;
 
@@ -184,6 +185,13 @@ class QLinearConvKernel final : public OpKernel {
     if (!quantized_reference_forced() && w.dtype() == DType::kInt8 && weights_centered && x.num_elements() > 0) {
       Int8ConvSetup setup{x.dtype(), y_zero.dtype(), multipliers, relu_, bias_tensor != nullptr, channels_last_,
                           x_zero != 0, out_zero != 0};
+      if (addend.values != nullptr) {
+        setup.sum = true;
+        setup.sum_scale = addend.multiplier;
+        setup.sum_zero = addend.zero;
+        // The sum post-op adds onto y: unless the planner put y over Z, Z goes there first.
+        if (y.raw_data() != addend.values->raw_data()) std::memcpy(y.raw_data(), addend.values->raw_data(), y.nbytes());
+      }
       Int8ConvRun run{x.raw_data(), x_zero, w.data<int8_t>(),
                       bias_tensor != nullptr ? bias_tensor->data<int32_t>() : nullptr, out_zero, y.raw_data()};
       if (dnnl_.forward(p, setup, run, constant_weights_)) return;
@@ -192,15 +200,46 @@ class QLinearConvKernel final : public OpKernel {
       // The loops read channels-first: move the channel axis around them.
       Tensor x_first = to_channel_order(x, /*last=*/false);
       Tensor y_first = Tensor::uninitialized(y.dtype(), p.out_sizes());
-      reference(ctx, p, x_first, w, x_zero, w_zeros, bias_tensor, multipliers, out_zero, y_first);
+      Addend addend_first = addend;
+      Tensor z_first;
+      if (addend.values != nullptr) {
+        z_first = to_channel_order(*addend.values, /*last=*/false);
+        addend_first.values = &z_first;
+      }
+      reference(ctx, p, x_first, w, x_zero, w_zeros, bias_tensor, multipliers, out_zero, addend_first, y_first);
       Tensor moved = to_channel_order(y_first, /*last=*/true);
       std::memcpy(y.raw_data(), moved.raw_data(), moved.nbytes());
       return;
     }
-    reference(ctx, p, x, w, x_zero, w_zeros, bias_tensor, multipliers, out_zero, y);
+    reference(ctx, p, x, w, x_zero, w_zeros, bias_tensor, multipliers, out_zero, addend, y);
   }
 
  private:
+  // FusedQLinearConv's residual addend Z (inputs 9 to 11): what it adds to
+  // the scaled sum, in output steps, is (z - zero) * multiplier.
+  struct Addend {
+    const Tensor* values = nullptr;  // null: none
+    int32_t zero = 0;
+    float multiplier = 0;  // z_scale / y_scale
+  };
+
+  Addend addend_of(const KernelContext& ctx, const std::vector<int64_t>& y_sizes, DType y_dtype, float y_scale) const {
+    if (!ctx.has_input(9)) return {};
+    const Tensor& z = ctx.input(9);
+    if (z.dtype() != y_dtype || z.sizes() != y_sizes) {
+      ctx.fail("the addend Z " + z.type_string() + " must have y's type and shape, " +
+               std::string(dtype_name(y_dtype)) + format_sizes(y_sizes));
+    }
+    if (!ctx.has_input(10) || !ctx.has_input(11)) ctx.fail("the addend Z needs z_scale and z_zero_point");
+    check_one_value(ctx, ctx.input(10), "z_scale");
+    check_one_value(ctx, ctx.input(11), "z_zero_point");
+    Addend a;
+    a.values = &z;
+    a.zero = zero_point_values(ctx, ctx.input(11), z.dtype(), "z_zero_point")[0];
+    a.multiplier = scale_values(ctx, ctx.input(10), "z_scale")[0] / y_scale;
+    return a;
+  }
+
   ConvProblem problem_channels_last(const KernelContext& ctx, const Tensor& x, const Tensor& w) const {
     if (!is_quantized_dtype(x.dtype()) || !is_quantized_dtype(w.dtype())) {
       ctx.fail("x and w must be i8 or u8, got " + x.type_string() + " and " + w.type_string());
@@ -237,7 +276,7 @@ class QLinearConvKernel final : public OpKernel {
   // The int32 loops: the reference, and the fallback for what oneDNN lacks.
   void reference(const KernelContext&, const ConvProblem& p, const Tensor& x, const Tensor& w, int32_t x_zero,
                  const std::vector<int32_t>& w_zeros, const Tensor* bias_tensor, const std::vector<float>& multipliers,
-                 int32_t out_zero, Tensor& y) const {
+                 int32_t out_zero, const Addend& addend, Tensor& y) const {
     std::vector<int32_t> bias(static_cast<size_t>(p.out_channels), 0);
     if (bias_tensor != nullptr) bias.assign(bias_tensor->data<int32_t>(), bias_tensor->data<int32_t>() + p.out_channels);
     const int64_t plane = p.out_plane();
@@ -248,6 +287,8 @@ class QLinearConvKernel final : public OpKernel {
       Q* out = y.data<Q>();
       // Relu before quantization is a floor at the zero point after it.
       const Q floor = relu ? static_cast<Q>(out_zero) : std::numeric_limits<Q>::min();
+      // y may lie over the addend: each element is read before it is written.
+      const Q* z = addend.values != nullptr ? addend.values->data<Q>() : nullptr;
       int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(plane, 1));
       parallel_for(p.batch * p.out_channels, grain, [&](int64_t begin, int64_t end) {
         for (int64_t row = begin; row < end; ++row) {
@@ -257,7 +298,14 @@ class QLinearConvKernel final : public OpKernel {
           for (int64_t i = row * plane; i < (row + 1) * plane; ++i) {
             // The bias joins the sum in 32 bits, wrapping as the sum does.
             auto sum = static_cast<int32_t>(static_cast<uint32_t>(acc[static_cast<size_t>(i)]) + b);
-            out[i] = std::max(requantize<Q>(sum, multiplier, out_zero), floor);
+            if (z != nullptr) {
+              // As oneDNN's sum post-op: the scaled sum plus the scaled addend, then the Relu and rounding.
+              float value = static_cast<float>(sum) * multiplier +
+                            static_cast<float>(static_cast<int32_t>(z[i]) - addend.zero) * addend.multiplier;
+              out[i] = std::max(saturate_round<Q>(value, out_zero), floor);
+            } else {
+              out[i] = std::max(requantize<Q>(sum, multiplier, out_zero), floor);
+            }
           }
         }
       });
@@ -343,11 +391,17 @@ OpSchema qlinear_conv_schema(const char* op_type, bool fused) {
         "w_scale[m] / y_scale) + y_zero_point), halves to even");
     return qlinear;
   }
-  qlinear.attr("activation", AttrType::kString, Attribute("None"))
+  qlinear.input("Z", "T3", Arity::kOptional)
+      .input("z_scale", "F", Arity::kOptional)
+      .input("z_zero_point", "T3", Arity::kOptional)
+      .inplace_input(9)  // the sum post-op adds onto Z where it lies
+      .attr("activation", AttrType::kString, Attribute("None"))
       .attr("layout", AttrType::kString, Attribute("NCHW"))
       .doc(
           "QLinearConv, then (activation Relu) at least y_zero_point, as Relu before QuantizeLinear gives; layout "
-          "NCHW or NHWC (channels last: x [N, spatial..., C], y [N, spatial..., M])");
+          "NCHW or NHWC (channels last: x [N, spatial..., C], y [N, spatial..., M]); with a residual Z shaped "
+          "like y: saturate(round(activation((acc + B) * x_scale * w_scale[m] + (Z - z_zero_point) * z_scale) / "
+          "y_scale) + y_zero_point), written over Z where the planner allows");
   return qlinear;
 }
 

@@ -6,6 +6,7 @@
 #include "core/graph.h"
 #include "ops/node_attributes.h"
 #include "ops/quantization/quantization_common.h"
+#include "ops/quantization/quantize_loops.h"
 #include "ops/shape_inference.h"
 #include "ops/threading.h"
 
@@ -51,9 +52,15 @@ AxisLayout axis_layout(const KernelContext& ctx, const Tensor& x, const Tensor& 
   return layout;
 }
 
-// Runs fn(channel, begin, count) over x's rows of one channel, in parallel.
+// Runs fn(channel, begin, count) over x's rows of one channel, in parallel;
+// per tensor, over ranges of the whole.
 template <typename Fn>
 void for_each_row(const AxisLayout& layout, Fn&& fn) {
+  if (layout.channels == 1) {
+    parallel_for(layout.outer * layout.inner, kElementwiseGrain,
+                 [&](int64_t begin, int64_t end) { fn(int64_t{0}, begin, end - begin); });
+    return;
+  }
   int64_t rows = layout.outer * layout.channels;
   int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(layout.inner, 1));
   parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
@@ -85,8 +92,7 @@ class QuantizeLinearKernel final : public OpKernel {
         auto c = static_cast<size_t>(channel);
         if constexpr (std::is_same_v<X, float>) {
           // x / scale in f32, as ONNX's definition and ONNX Runtime compute it.
-          const float s = scales[c];
-          for (int64_t i = begin; i < begin + count; ++i) out[i] = saturate_round<Q>(in[i] / s, zeros[c]);
+          quantize_f32(in + begin, count, scales[c], zeros[c], out + begin);
         } else {
           // An i32 over a scale in f64: exact enough to round once.
           const double s = scales[c];
@@ -132,9 +138,10 @@ class DequantizeLinearKernel final : public OpKernel {
       for_each_row(layout, [&](int64_t channel, int64_t begin, int64_t count) {
         auto c = static_cast<size_t>(channel);
         const float s = scales[c];
-        const int64_t z = zeros[c];
-        for (int64_t i = begin; i < begin + count; ++i) {
-          out[i] = static_cast<float>(static_cast<int64_t>(in[i]) - z) * s;
+        if constexpr (std::is_same_v<X, int32_t>) {
+          for (int64_t i = begin; i < begin + count; ++i) out[i] = static_cast<float>(in[i]) * s;  // zero point 0
+        } else {
+          dequantize_to_f32(in + begin, count, s, zeros[c], out + begin);
         }
       });
     };

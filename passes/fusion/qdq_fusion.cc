@@ -227,6 +227,37 @@ bool fuse_matmul(Rewriter& rw, const Tail& t) {
   return true;
 }
 
+// Whether two one-value constants (scale or zero point; an absent zero
+// point is 0) hold the same bits.
+bool same_value(const Value* a, const Value* b, DType zero_dtype) {
+  if (a == b) return true;
+  auto bytes_of = [&](const Value* v) {
+    Tensor t = v != nullptr ? v->data() : Tensor(zero_dtype, {});
+    return std::vector<unsigned char>(static_cast<const unsigned char*>(t.raw_data()),
+                                      static_cast<const unsigned char*>(t.raw_data()) + t.nbytes());
+  };
+  if ((a != nullptr && !is_constant(a)) || (b != nullptr && !is_constant(b))) return false;
+  if (a != nullptr && b != nullptr && a->data().dtype() != b->data().dtype()) return false;
+  return bytes_of(a) == bytes_of(b);
+}
+
+// DequantizeLinear -> MaxPool -> QuantizeLinear at the same scale and zero
+// point: MaxPool on the integers. Exact: dequantization is increasing (a
+// positive scale) so the maximum commutes with it, and quantizing a
+// dequantized value at its own parameters gives the integer back.
+bool fuse_max_pool(Rewriter& rw, const Tail& t) {
+  Node& pool = *t.producer;
+  if (t.relu != nullptr || pool.num_inputs() != 1 || pool.num_outputs() != 1) return false;
+  std::optional<Dequantized> x = dequantized(rw, pool.input(0));
+  if (!x || !per_tensor(*x) || x->q->dtype() != t.y_dtype) return false;
+  if (!(x->scale->data().data<float>()[0] > 0) || !std::isfinite(x->scale->data().data<float>()[0])) return false;
+  if (!same_value(x->scale, t.y_scale, DType::kFloat32) || !same_value(x->zero, t.y_zero, t.y_dtype)) return false;
+  Node* fused = rw.create(pool, "MaxPool", {x->q}, 1, pool.attributes(), rw.graph().unique_name(pool.name() + "_int8"));
+  fused->output(0)->set_type(t.quantize->output(0)->type());
+  rw.replace(*t.quantize, fused->output(0));
+  return true;
+}
+
 class QdqRule final : public RewriteRule {
  public:
   std::string name() const override { return "qdq"; }
@@ -238,6 +269,7 @@ class QdqRule final : public RewriteRule {
     const std::string& op = t->producer->op_type();
     if (op == "Conv") return fuse_conv(rw, *t);
     if (op == "MatMul" || op == "Gemm") return fuse_matmul(rw, *t);
+    if (op == "MaxPool") return fuse_max_pool(rw, *t);
     return false;
   }
 };

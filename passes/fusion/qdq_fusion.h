@@ -6,6 +6,7 @@
 //   DequantizeLinear(w_q) ─┼─ Conv [─ Relu] ─ QuantizeLinear   →  QLinearConv (FusedQLinearConv with the Relu)
 //   bias (f32, or DequantizeLinear of i32) ┘
 //   DequantizeLinear(a_q), DequantizeLinear(b_q) ─ MatMul | Gemm ─ QuantizeLinear  →  QLinearMatMul
+//   DequantizeLinear(x_q) ─ MaxPool ─ QuantizeLinear (the same scale and zero point)  →  MaxPool(x_q), exactly
 //
 // Matched only when w_q / b_q and every scale and zero point are constants,
 // the activation scales and zero points one value each, weight scales per

@@ -242,7 +242,10 @@ class SinkTransposeThroughPoolRule final : public RewriteRule {
     Node* transpose = channels_first_input(pool);
     if (transpose == nullptr || pool.num_outputs() != 1 || rw.context().registry().find("ChannelsLastPool") == nullptr) return false;
     const TensorType& x = pool.input(0)->type();
-    if (x.dtype != DType::kFloat32 && x.dtype != DType::kBFloat16) return false;
+    // f32, bf16, and i8/u8 max pools of int8 models (DnnlPool::supports below says which).
+    if (x.dtype != DType::kFloat32 && x.dtype != DType::kBFloat16 && x.dtype != DType::kInt8 && x.dtype != DType::kUInt8) {
+      return false;
+    }
     std::vector<int64_t> sizes;
     for (size_t i = 0; i < x.shape.dims().size(); ++i) {
       const Dim& dim = x.shape[i];
@@ -369,6 +372,7 @@ bool ChannelsLastLayout::run(Graph& graph, PassContext& context) {
       if (!attributes.count("activation")) attributes["activation"] = Attribute("None");
       std::vector<Value*> inputs = conv->inputs();
       inputs[0] = to_channels_last(graph, conv->input(0), rank, conv->device());
+      if (inputs.size() > 9 && inputs[9] != nullptr) inputs[9] = to_channels_last(graph, inputs[9], rank, conv->device());  // the addend
       Node* fused = rw.create(*conv, "FusedQLinearConv", inputs, 1, attributes, graph.unique_name(conv->name() + "_nhwc"));
       fused->output(0)->set_type(permuted(conv->output(0)->type(), to_last_perm(rank)));
       Node* back = add_transpose(graph, fused->output(0), to_first_perm(rank), conv->name() + "_to_nchw", conv->device());

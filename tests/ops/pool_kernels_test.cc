@@ -162,11 +162,12 @@ TEST(PoolKernels, MaxPoolOfEightBitIntegers) {
 }
 
 // ChannelsLastPool on the same data transposed to [N, spatial..., C], for
-// every case oneDNN has a window for (the others are refused by name).
+// every case oneDNN has a window for (the others are refused by name; i8
+// and u8 take only the maximum).
 TEST(PoolKernels, ChannelsLastPoolMatchesTheReference) {
   uint32_t seed = 40;
-  int compared = 0;
-  for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+  int compared = 0, integer_compared = 0;
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kUInt8, DType::kInt8}) {
     for (const Case& c : kCases) {
       if (c.x[0] == 0) continue;
       Tensor x = make_tensor(dtype, random_values(dtype, count_of(c.x), seed++), c.x);
@@ -196,12 +197,18 @@ TEST(PoolKernels, ChannelsLastPoolMatchesTheReference) {
           for (size_t i = 0; i < got.size(); ++i) {
             ASSERT_NEAR(got[i], expected[i], tolerance(dtype) * 4) << mode << " " << format_sizes(c.x) << " " << i;
           }
+          if (dtype == DType::kUInt8 || dtype == DType::kInt8) {
+            EXPECT_EQ(std::string(mode), "max");
+            EXPECT_EQ(got, expected) << "integer maxima are exact";
+            ++integer_compared;
+          }
           ++compared;
         }
       }
     }
   }
   EXPECT_GE(compared, 20) << "most cases have a oneDNN window";
+  EXPECT_GE(integer_compared, 8) << "i8 and u8 max pools run on oneDNN";
 }
 
 TEST(PoolKernels, ColumnMajorIndicesAndAutoPad) {

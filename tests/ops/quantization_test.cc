@@ -9,10 +9,12 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
 #include "core/verifier.h"
+#include "ops/quantization/quantization_common.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
@@ -204,6 +206,57 @@ TEST(QuantizeLinear, Int32InputMatchesTheReference) {
   }
 }
 
+// Large enough for the vectorized loops' bodies and tails and for several
+// threads: random values mixed with exact halves (x / scale = k + 0.5 with a
+// power-of-two scale), values past both ends, infinities and NaN (which
+// quantizes to the zero point).
+TEST(QuantizeLinear, LargeInputsWithTiesAndSaturationMatchTheReference) {
+  const std::vector<int64_t> sizes = {2, 3, 131, 97};
+  const int64_t count = count_of(sizes);
+  std::mt19937 engine(77);
+  std::uniform_int_distribution<int> kind(0, 9), half(-300, 300);
+  std::vector<double> random = random_floats(count, 78, -200.0, 200.0);
+  for (DType out : {DType::kUInt8, DType::kInt8}) {
+    for (int64_t axis : {int64_t{-9}, int64_t{1}, int64_t{3}}) {
+      const bool per_tensor = axis == -9;
+      const int64_t channels = per_tensor ? 1 : sizes[static_cast<size_t>(axis)];
+      std::vector<float> scales(static_cast<size_t>(channels));
+      for (size_t c = 0; c < scales.size(); ++c) scales[c] = std::ldexp(1.0f, static_cast<int>(c % 4) - 2);
+      std::vector<double> zeros = random_ints(out, channels, 79 + static_cast<uint32_t>(axis));
+      std::vector<float> x(static_cast<size_t>(count));
+      for (int64_t flat = 0; flat < count; ++flat) {
+        auto c = static_cast<size_t>(per_tensor ? 0 : unflatten(flat, sizes)[static_cast<size_t>(axis)]);
+        switch (kind(engine)) {
+          case 0: x[static_cast<size_t>(flat)] = std::numeric_limits<float>::quiet_NaN(); break;
+          case 1: x[static_cast<size_t>(flat)] = (flat % 2 ? 1 : -1) * std::numeric_limits<float>::infinity(); break;
+          case 2: case 3: case 4:
+            x[static_cast<size_t>(flat)] = (static_cast<float>(half(engine)) + 0.5f) * scales[c];
+            break;
+          default: x[static_cast<size_t>(flat)] = static_cast<float>(random[static_cast<size_t>(flat)]);
+        }
+      }
+      std::vector<int64_t> param_sizes = per_tensor ? std::vector<int64_t>{} : std::vector<int64_t>{channels};
+      std::map<std::string, Attribute> attrs;
+      if (!per_tensor) attrs["axis"] = Attribute(axis);
+      Tensor y = run("QuantizeLinear",
+                     {Tensor::from_vector<float>(x, sizes), f32_tensor(scales, param_sizes),
+                      make_tensor(out, zeros, param_sizes)},
+                     attrs)[0];
+      std::vector<double> got = to_doubles(y);
+      int ties = 0;
+      for (int64_t flat = 0; flat < count; ++flat) {
+        auto c = static_cast<size_t>(per_tensor ? 0 : unflatten(flat, sizes)[static_cast<size_t>(axis)]);
+        float q = x[static_cast<size_t>(flat)] / scales[c];
+        double expected = std::isnan(q) ? zeros[c] : saturate(round_half_even(q) + zeros[c], out);
+        ties += q - std::floor(q) == 0.5f && std::abs(q) < 100;
+        ASSERT_EQ(got[static_cast<size_t>(flat)], expected)
+            << dtype_name(out) << " axis " << axis << " element " << flat << " x " << x[static_cast<size_t>(flat)];
+      }
+      EXPECT_GT(ties, 1000) << "the inputs should hold many unsaturated halves";
+    }
+  }
+}
+
 TEST(QuantizeLinear, BadScalesAndZeroPointsAreRefused) {
   Tensor x = make_tensor(DType::kFloat32, random_floats(12, 3, -1, 1), {3, 4});
   const std::map<std::string, Attribute> axis0 = {{"axis", Attribute(int64_t{0})}};
@@ -264,6 +317,32 @@ TEST(DequantizeLinear, PerTensorAndPerAxisMatchTheReference) {
               scales[c];
           ASSERT_EQ(got[flat], expected) << "axis " << axis << " element " << flat;
         }
+      }
+    }
+  }
+}
+
+// Large enough for the vectorized loops and several threads.
+TEST(DequantizeLinear, LargeInputsMatchTheReference) {
+  const std::vector<int64_t> sizes = {2, 5, 113, 61};
+  for (DType in : {DType::kUInt8, DType::kInt8}) {
+    for (int64_t axis : {int64_t{-9}, int64_t{1}, int64_t{3}}) {
+      const bool per_tensor = axis == -9;
+      const int64_t channels = per_tensor ? 1 : sizes[static_cast<size_t>(axis)];
+      std::vector<float> scales = random_scales(channels, 200 + static_cast<uint32_t>(axis));
+      std::vector<double> zeros = random_ints(in, channels, 210 + static_cast<uint32_t>(axis));
+      std::vector<double> x = random_ints(in, count_of(sizes), 220);
+      std::vector<int64_t> param_sizes = per_tensor ? std::vector<int64_t>{} : std::vector<int64_t>{channels};
+      std::map<std::string, Attribute> attrs;
+      if (!per_tensor) attrs["axis"] = Attribute(axis);
+      Tensor y = run("DequantizeLinear",
+                     {make_tensor(in, x, sizes), f32_tensor(scales, param_sizes), make_tensor(in, zeros, param_sizes)},
+                     attrs)[0];
+      const float* got = y.data<float>();
+      for (int64_t flat = 0; flat < count_of(sizes); ++flat) {
+        auto c = static_cast<size_t>(per_tensor ? 0 : unflatten(flat, sizes)[static_cast<size_t>(axis)]);
+        float expected = static_cast<float>(x[static_cast<size_t>(flat)] - zeros[c]) * scales[c];
+        ASSERT_EQ(got[flat], expected) << dtype_name(in) << " axis " << axis << " element " << flat;
       }
     }
   }
@@ -774,6 +853,90 @@ TEST(QLinearConv, MatchesTheReference) {
       }
     }
   }
+}
+
+// FusedQLinearConv with a residual addend Z (what qdq_residual_fusion
+// makes): saturate(round(activation(float(acc + B) * multiplier + float(Z -
+// z_zero) * z_scale / y_scale)) + y_zero), on the reference loops (exact)
+// and on oneDNN's sum post-op (1 apart where a tie meets an odd zero point).
+TEST(FusedQLinearConv, ResidualAddendMatchesTheReference) {
+  uint32_t seed = 900;
+  int64_t elements = 0, apart = 0;
+  for (const ConvCase& c : conv_cases()) {
+    for (DType out : {DType::kUInt8, DType::kInt8}) {
+      for (bool relu : {false, true}) {
+        for (bool forced : {true, false}) {
+          const int64_t channels = c.w[0];
+          std::vector<double> x = random_ints(DType::kUInt8, count_of(c.x), ++seed);
+          std::vector<double> w = random_ints(DType::kInt8, count_of(c.w), ++seed);
+          std::vector<float> ws = random_scales(channels, ++seed);
+          std::vector<double> bias = random_ints(DType::kInt32, channels, ++seed, 20000);
+          const float x_scale = 0.05f, y_scale = 0.5f, z_scale = 0.3f;
+          const double zx = 7, y_zero = out == DType::kUInt8 ? 128 : 3, z_zero = out == DType::kUInt8 ? 120 : -5;
+          auto [sums, sizes] = conv_reference(c, x, zx, w, std::vector<double>(static_cast<size_t>(channels), 0));
+          std::vector<double> z = random_ints(out, count_of(sizes), ++seed);
+          std::vector<Tensor> inputs = {make_tensor(DType::kUInt8, x, c.x),
+                                        Tensor::scalar<float>(x_scale),
+                                        make_tensor(DType::kUInt8, {zx}, {}),
+                                        make_tensor(DType::kInt8, w, c.w),
+                                        f32_tensor(ws, {channels}),
+                                        make_tensor(DType::kInt8, std::vector<double>(ws.size(), 0), {channels}),
+                                        Tensor::scalar<float>(y_scale),
+                                        make_tensor(out, {y_zero}, {}),
+                                        make_tensor(DType::kInt32, bias, {channels}),
+                                        make_tensor(out, z, sizes),
+                                        Tensor::scalar<float>(z_scale),
+                                        make_tensor(out, {z_zero}, {})};
+          std::map<std::string, Attribute> attrs = c.attrs;
+          attrs["activation"] = Attribute(relu ? "Relu" : "None");
+          Tensor y;
+          {
+            std::optional<ScopedQuantizedReference> scope;
+            if (forced) scope.emplace();
+            y = run("FusedQLinearConv", inputs, attrs)[0];
+          }
+          ASSERT_EQ(y.sizes(), sizes);
+          std::vector<double> got = to_doubles(y);
+          int64_t plane = count_of(sizes) == 0 ? 1 : count_of(sizes) / (sizes[0] * sizes[1]);
+          const float z_multiplier = z_scale / y_scale;
+          for (size_t i = 0; i < sums.size(); ++i) {
+            auto m = static_cast<size_t>(static_cast<int64_t>(i) / plane % sizes[1]);
+            float multiplier = x_scale * ws[m] / y_scale;
+            float value = static_cast<float>(sums[i] + static_cast<int64_t>(bias[m])) * multiplier +
+                          static_cast<float>(z[i] - z_zero) * z_multiplier;
+            if (relu) value = std::max(value, 0.0f);
+            double expected = saturate(round_half_even(value) + y_zero, out);
+            if (forced) {
+              ASSERT_EQ(got[i], expected) << "element " << i;
+            } else {
+              ASSERT_LE(std::abs(got[i] - expected), 1.0) << "element " << i;
+              apart += got[i] != expected;
+              ++elements;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_LT(static_cast<double>(apart), 0.01 * static_cast<double>(elements)) << apart << " of " << elements;
+  // Z must be y's type and shape, with its scale and zero point.
+  ConvCase c = conv_cases()[0];
+  std::vector<Tensor> inputs = {make_tensor(DType::kUInt8, {1, 2, 3, 4, 5, 6, 7, 8, 9}, c.x),
+                                Tensor::scalar<float>(1),
+                                make_tensor(DType::kUInt8, {0}, {}),
+                                make_tensor(DType::kInt8, {1, 1, 1, 1}, c.w),
+                                Tensor::scalar<float>(1),
+                                make_tensor(DType::kInt8, {0}, {}),
+                                Tensor::scalar<float>(1),
+                                make_tensor(DType::kUInt8, {0}, {}),
+                                Tensor(),
+                                make_tensor(DType::kUInt8, {1, 2, 3}, {1, 1, 3}),
+                                Tensor::scalar<float>(1),
+                                make_tensor(DType::kUInt8, {0}, {})};
+  EXPECT_ERROR(kernel_error_of("FusedQLinearConv", inputs), "the addend Z u8[1,1,3] must have y's type and shape, u8[1,1,2,2]");
+  inputs[9] = make_tensor(DType::kUInt8, {1, 2, 3, 4}, {1, 1, 2, 2});
+  inputs[10] = f32_tensor({1, 2}, {2});
+  EXPECT_ERROR(kernel_error_of("FusedQLinearConv", inputs), "z_scale f32[2] must be one value");
 }
 
 TEST(ConvIntegerErrors, BadShapesAndTypesAreRefused) {

@@ -233,6 +233,82 @@ TEST(QLinearConvDnnl, ChannelsLastMatchesChannelsFirst) {
   }
 }
 
+// A residual addend Z (FusedQLinearConv inputs 9 to 11): oneDNN's sum
+// post-op, which must take every case, against the reference loops, on
+// channels-first and channels-last data, with and without the Relu.
+TEST(QLinearConvDnnl, ResidualAddendMatchesTheReferenceLoops) {
+  std::mt19937 engine(19);
+  int64_t elements = 0, differing = 0;
+  int cases = 0, took = 0;
+  for (const ConvCase& c : conv_cases()) {
+    for (DType yt : {DType::kUInt8, DType::kInt8}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool relu = variant & 1, channels_last = variant & 2;
+        ++cases;
+        std::vector<Tensor> inputs = conv_inputs(c, DType::kUInt8, yt, /*per_channel=*/true, /*bias=*/true,
+                                                 /*zero_points=*/true, engine);
+        Graph graph("problem");
+        ConvProblem p = conv_problem(*graph.add_node("QLinearConv", {}, 1, c.attrs, "conv"), ConvKind::kForward, c.x, c.w);
+        Ints y_sizes = p.out_sizes();
+        const float y_scale = inputs[6].data<float>()[0], z_scale = y_scale * 0.7f;
+        const double z_zero = yt == DType::kUInt8 ? 131 : -9;
+        inputs.push_back(make_tensor(yt, random_ints(yt, count_of(y_sizes), engine), y_sizes));
+        inputs.push_back(Tensor::scalar<float>(z_scale));
+        inputs.push_back(make_tensor(yt, {z_zero}, {}));
+        std::map<std::string, Attribute> attrs = c.attrs;
+        attrs["activation"] = Attribute(relu ? "Relu" : "None");
+        if (channels_last) {
+          attrs["layout"] = Attribute("NHWC");
+          inputs[0] = run_node("Transpose", {inputs[0]}, {{"perm", Attribute(Ints{0, 2, 3, 1})}});
+          inputs[9] = run_node("Transpose", {inputs[9]}, {{"perm", Attribute(Ints{0, 2, 3, 1})}});
+        }
+        Tensor reference;
+        {
+          ScopedQuantizedReference forced;
+          reference = run_node("FusedQLinearConv", inputs, attrs);
+        }
+        Tensor fast = run_node("FusedQLinearConv", inputs, attrs);
+        Agreement agreement = compare(reference, fast);
+        EXPECT_LE(agreement.largest, 1) << "case " << cases;
+        elements += reference.num_elements();
+        differing += agreement.differing;
+
+        // Straight through DnnlInt8Conv, y holding Z on entry: oneDNN must have taken it.
+        std::vector<float> multipliers;
+        const float x_scale = inputs[1].data<float>()[0];
+        for (int64_t i = 0; i < inputs[4].num_elements(); ++i) {
+          multipliers.push_back(x_scale * inputs[4].data<float>()[i] / y_scale);
+        }
+        auto x_zero = static_cast<int32_t>(to_doubles(inputs[2])[0]);
+        auto y_zero = static_cast<int32_t>(to_doubles(inputs[7])[0]);
+        Int8ConvSetup setup{DType::kUInt8, yt, multipliers, relu, true, channels_last, x_zero != 0, y_zero != 0};
+        setup.sum = true;
+        setup.sum_scale = z_scale / y_scale;
+        setup.sum_zero = static_cast<int32_t>(z_zero);
+        Tensor direct = inputs[9].clone();
+        DnnlInt8Conv conv;
+        bool ran = conv.forward(p, setup,
+                                {inputs[0].raw_data(), x_zero, inputs[3].data<int8_t>(), inputs[8].data<int32_t>(),
+                                 y_zero, direct.raw_data()},
+                                /*constant_weights=*/false);
+        // Ungrouped convs (ResNet's) must run on oneDNN; its grouped ones
+        // with a sum have only a reference kernel for some channel counts.
+        if (p.group == 1) {
+          ASSERT_TRUE(ran) << "oneDNN has no int8 sum kernel for case " << cases;
+        }
+        took += ran;
+        if (ran) {
+          EXPECT_EQ(compare(direct, fast).differing, 0) << "case " << cases;
+        }
+      }
+    }
+  }
+  EXPECT_GE(took, 40) << "of " << cases;
+  EXPECT_LT(static_cast<double>(differing), 1e-3 * static_cast<double>(elements))
+      << differing << " of " << elements << " elements 1 apart";
+  std::cout << "FusedQLinearConv + Z oneDNN vs reference: " << differing << " of " << elements << " elements 1 apart\n";
+}
+
 // Weights oneDNN cannot take (u8, or a nonzero zero point) run the reference loops.
 TEST(QLinearConvDnnl, UnsupportedWeightsFallBackToTheReference) {
   std::mt19937 engine(17);

@@ -1,0 +1,143 @@
+#include "passes/fusion/qdq_residual_fusion.h"
+
+#include <cstring>
+
+#include "ops/quantization/quantization_common.h"
+#include "passes/graph_match.h"
+
+namespace weir {
+
+namespace {
+
+bool is_constant(const Value* v) { return v != nullptr && v->is_constant() && v->data().defined(); }
+
+// One constant value of `dtype` (a per-tensor scale or zero point).
+bool one_constant(const Value* v, DType dtype) {
+  return is_constant(v) && v->data().num_elements() == 1 && v->data().dtype() == dtype;
+}
+
+// Whether two per-tensor parameters hold the same value (the same Value, or
+// equal one-element constants; an absent zero point is 0).
+bool same_parameter(const Value* a, const Value* b) {
+  if (a == b) return true;
+  auto is_zero = [](const Value* v) {
+    if (!is_constant(v) || v->data().num_elements() != 1) return false;
+    const Tensor& t = v->data();
+    for (size_t i = 0; i < t.nbytes(); ++i) {
+      if (static_cast<const unsigned char*>(t.raw_data())[i] != 0) return false;
+    }
+    return true;
+  };
+  if (a == nullptr) return is_zero(b);
+  if (b == nullptr) return is_zero(a);
+  if (!is_constant(a) || !is_constant(b) || a->data().num_elements() != 1 || b->data().num_elements() != 1 ||
+      a->data().dtype() != b->data().dtype()) {
+    return false;
+  }
+  return std::memcmp(a->data().raw_data(), b->data().raw_data(), a->data().nbytes()) == 0;
+}
+
+// A per-tensor DequantizeLinear of an i8 or u8 value.
+struct Dequantize {
+  Node* node = nullptr;
+  Value* q = nullptr;
+  Value* scale = nullptr;
+  Value* zero = nullptr;  // null: zero point 0
+};
+
+std::optional<Dequantize> per_tensor_dequantize(const Rewriter& rw, const Value* value) {
+  Node* dq = rw.producer_of(value, "DequantizeLinear");
+  if (dq == nullptr || dq->num_inputs() < 2 || dq->num_outputs() != 1 || dq->input(0) == nullptr) return std::nullopt;
+  Dequantize d{dq, dq->input(0), dq->input(1), dq->num_inputs() > 2 ? dq->input(2) : nullptr};
+  if (!is_quantized_dtype(d.q->dtype()) || !one_constant(d.scale, DType::kFloat32)) return std::nullopt;
+  if (d.zero != nullptr && !one_constant(d.zero, d.q->dtype())) return std::nullopt;
+  return d;
+}
+
+// An int8 conv that can take an addend: QLinearConv, or FusedQLinearConv
+// channels-first with no activation and no addend, with per-tensor output
+// parameters.
+bool takes_an_addend(const Node* conv) {
+  if (conv == nullptr || !conv->domain().empty() || conv->num_outputs() != 1 || !conv->control_outputs().empty()) {
+    return false;
+  }
+  if (conv->num_inputs() < 8 || conv->num_inputs() > 9) return false;
+  if (conv->op_type() == "FusedQLinearConv") {
+    if (conv->has_attr("activation") && conv->attr("activation").s() != "None") return false;
+    if (conv->has_attr("layout") && conv->attr("layout").s() != "NCHW") return false;
+  } else if (conv->op_type() != "QLinearConv") {
+    return false;
+  }
+  return one_constant(conv->input(6), DType::kFloat32) && conv->input(7) != nullptr;
+}
+
+class QdqResidualRule final : public RewriteRule {
+ public:
+  std::string name() const override { return "qdq_residual"; }
+  std::vector<std::string> root_ops() const override { return {"QuantizeLinear"}; }
+
+  bool apply(Node& quantize, Rewriter& rw) override {
+    if (rw.context().registry().find("FusedQLinearConv") == nullptr) return false;
+    if (quantize.num_inputs() < 2 || quantize.num_outputs() != 1 || quantize.input(0) == nullptr) return false;
+    Value* y_scale = quantize.input(1);
+    Value* y_zero = quantize.num_inputs() > 2 ? quantize.input(2) : nullptr;
+    const DType y_dtype = quantize.output(0)->dtype();
+    if (!is_quantized_dtype(y_dtype) || !one_constant(y_scale, DType::kFloat32)) return false;
+    if (y_zero != nullptr && !one_constant(y_zero, y_dtype)) return false;
+    Graph& graph = rw.graph();
+    auto single_reader = [&](const Value* v) { return v->uses().size() == 1 && !is_graph_output(graph, v); };
+    Value* sum = quantize.input(0);
+    if (sum->dtype() != DType::kFloat32 || !single_reader(sum)) return false;
+    Node* relu = rw.producer_of(sum, "Relu");
+    if (relu != nullptr) {
+      sum = relu->input(0);
+      if (sum == nullptr || !single_reader(sum)) return false;
+    }
+    Node* add = rw.producer_of(sum, "Add");
+    if (add == nullptr || add->num_inputs() != 2 || add->input(0) == nullptr || add->input(1) == nullptr) return false;
+    if (add->device() != quantize.device() || !add->control_outputs().empty()) return false;
+    const Shape& out_shape = sum->type().shape;
+    if (!out_shape.has_rank()) return false;
+    for (int side = 0; side < 2; ++side) {
+      Value* from_conv = add->input(static_cast<size_t>(side));
+      Value* addend = add->input(static_cast<size_t>(1 - side));
+      if (from_conv == addend || !single_reader(from_conv)) continue;
+      // No broadcasting: the addend is read as a tensor shaped like the output.
+      if (!(from_conv->type().shape == out_shape) || !(addend->type().shape == out_shape)) continue;
+      std::optional<Dequantize> c = per_tensor_dequantize(rw, from_conv);
+      std::optional<Dequantize> z = per_tensor_dequantize(rw, addend);
+      if (!c || !z || !single_reader(c->q)) continue;
+      Node* conv = c->q->producer();
+      if (!takes_an_addend(conv) || conv->device() != quantize.device() || z->q == c->q) continue;
+      // The conv's output must mean what its DequantizeLinear says it means.
+      if (!same_parameter(conv->input(6), c->scale) || !same_parameter(conv->input(7), c->zero)) continue;
+      // The sum post-op reads the addend where y goes: same shape and type.
+      if (!(z->q->type().shape == out_shape) || z->q->dtype() != y_dtype) continue;
+      std::vector<Value*> inputs = conv->inputs();
+      inputs.resize(9, nullptr);
+      inputs[6] = y_scale;
+      inputs[7] = y_zero != nullptr ? y_zero
+                                    : graph.add_constant(graph.unique_name(quantize.name() + "_zero_point"),
+                                                         Tensor(y_dtype, {}));
+      inputs.push_back(z->q);
+      inputs.push_back(z->scale);
+      inputs.push_back(z->zero != nullptr ? z->zero
+                                          : graph.add_constant(graph.unique_name(z->node->name() + "_zero_point"),
+                                                               Tensor(z->q->dtype(), {})));
+      std::map<std::string, Attribute> attributes = conv->attributes();
+      attributes["activation"] = Attribute(relu != nullptr ? "Relu" : "None");
+      Node* fused = rw.create(*conv, "FusedQLinearConv", inputs, 1, attributes,
+                              graph.unique_name(conv->name() + "_add"));
+      fused->output(0)->set_type(quantize.output(0)->type());
+      rw.replace(quantize, fused->output(0));
+      return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+QdqResidualFusion::QdqResidualFusion() : RewriteDriver("qdq_residual_fusion", make_rules<QdqResidualRule>()) {}
+
+}  // namespace weir

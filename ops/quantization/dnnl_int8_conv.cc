@@ -94,6 +94,7 @@ struct DnnlInt8Conv::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
   std::map<Key, std::shared_ptr<Cached>> cache;  // null: oneDNN has no fast kernel
+  AdoptedPacks adopted;  // packed weights a plan file brought
 
   std::shared_ptr<Cached> get(const ConvProblem& p, const Int8ConvSetup& setup) {
     Key key = key_of(p, setup);
@@ -176,7 +177,7 @@ struct DnnlInt8Conv::Impl {
     if (!c.w_to_wanted) {
       args.emplace(DNNL_ARG_WEIGHTS, user_w);
     } else if (constant_weights) {
-      args.emplace(DNNL_ARG_WEIGHTS, c.packed_weights.get(r.w, c.plain.w, c.w_wanted, engine, stream));
+      args.emplace(DNNL_ARG_WEIGHTS, c.packed_weights.get(r.w, c.plain.w, c.w_wanted, engine, stream, &adopted));
     } else {
       memory& w = buffer(c.w_buffer, local_w, c.w_wanted);
       c.w_to_wanted->execute(stream, user_w, w);
@@ -200,6 +201,18 @@ struct DnnlInt8Conv::Impl {
 };
 
 DnnlInt8Conv::DnnlInt8Conv() : impl_(std::make_unique<Impl>()) {}
+
+std::vector<PackedConstant> DnnlInt8Conv::packed_weights() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<PackedConstant> packs;
+  for (const auto& [key, cached] : impl_->cache) {
+    if (!cached) continue;
+    if (std::optional<PackedConstant> pack = cached->packed_weights.exported()) packs.push_back(std::move(*pack));
+  }
+  return packs;
+}
+
+void DnnlInt8Conv::adopt_packed_weights(std::vector<PackedConstant> packs) { impl_->adopted.add(std::move(packs)); }
 DnnlInt8Conv::~DnnlInt8Conv() = default;
 
 bool DnnlInt8Conv::forward(const ConvProblem& p, const Int8ConvSetup& setup, const Int8ConvRun& run,

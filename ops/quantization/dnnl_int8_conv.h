@@ -26,6 +26,7 @@
 
 #include "core/dtype.h"
 #include "ops/nn/conv_problem.h"
+#include "ops/kernel.h"
 
 namespace weir {
 
@@ -71,6 +72,12 @@ class DnnlInt8Conv {
   // Runs the convolution; false (nothing written) when oneDNN has no
   // optimized int8 kernel for it (it would run its slow reference one).
   bool forward(const ConvProblem& p, const Int8ConvSetup& setup, const Int8ConvRun& run, bool constant_weights);
+
+  // The constant weights packed so far, for a plan file
+  // (OpKernel::packed_constants), and packs from one to use instead of
+  // packing where a primitive wants their layout.
+  std::vector<PackedConstant> packed_weights() const;
+  void adopt_packed_weights(std::vector<PackedConstant> packs);
 
  private:
   struct Impl;

@@ -41,6 +41,7 @@ struct DnnlInt8Matmul::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mutex;
   std::map<Key, std::shared_ptr<Cached>> cache;  // null: oneDNN has no fast kernel
+  AdoptedPacks adopted;  // packed B matrices a plan file brought
 
   std::shared_ptr<Cached> get(int64_t rows, int64_t k, int64_t n, const Int8MatmulSetup& s, bool constant_b) {
     Key key{rows, k, n, s.a_dtype, s.y_dtype, s.multipliers, s.a_zero_nonzero, s.y_zero_nonzero, constant_b};
@@ -77,6 +78,18 @@ struct DnnlInt8Matmul::Impl {
 };
 
 DnnlInt8Matmul::DnnlInt8Matmul() : impl_(std::make_unique<Impl>()) {}
+
+std::vector<PackedConstant> DnnlInt8Matmul::packed_weights() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<PackedConstant> packs;
+  for (const auto& [key, cached] : impl_->cache) {
+    if (!cached) continue;
+    if (std::optional<PackedConstant> pack = cached->packed_b.exported()) packs.push_back(std::move(*pack));
+  }
+  return packs;
+}
+
+void DnnlInt8Matmul::adopt_packed_weights(std::vector<PackedConstant> packs) { impl_->adopted.add(std::move(packs)); }
 DnnlInt8Matmul::~DnnlInt8Matmul() = default;
 
 bool DnnlInt8Matmul::run(int64_t rows, int64_t k, int64_t n, const Int8MatmulSetup& setup, const Int8MatmulRun& r,
@@ -90,7 +103,7 @@ bool DnnlInt8Matmul::run(int64_t rows, int64_t k, int64_t n, const Int8MatmulSet
     std::unordered_map<int, memory> args;
     args.emplace(DNNL_ARG_SRC, memory(c->a, engine, const_cast<void*>(r.a)));
     if (c->b_wanted != c->b_plain) {
-      args.emplace(DNNL_ARG_WEIGHTS, c->packed_b.get(r.b, c->b_plain, c->b_wanted, engine, stream));
+      args.emplace(DNNL_ARG_WEIGHTS, c->packed_b.get(r.b, c->b_plain, c->b_wanted, engine, stream, &impl_->adopted));
     } else {
       args.emplace(DNNL_ARG_WEIGHTS, memory(c->b_plain, engine, const_cast<int8_t*>(r.b)));
     }

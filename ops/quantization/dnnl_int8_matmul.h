@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "ops/kernel.h"
 
 namespace weir {
 
@@ -49,6 +50,12 @@ class DnnlInt8Matmul {
   // when oneDNN has no optimized kernel for it.
   bool run(int64_t rows, int64_t k, int64_t n, const Int8MatmulSetup& setup, const Int8MatmulRun& run,
            bool constant_b);
+
+  // The constant B matrices packed so far, for a plan file
+  // (OpKernel::packed_constants), and packs from one to use instead of
+  // packing where a primitive wants their layout.
+  std::vector<PackedConstant> packed_weights() const;
+  void adopt_packed_weights(std::vector<PackedConstant> packs);
 
  private:
   struct Impl;

@@ -214,6 +214,12 @@ class QLinearConvKernel final : public OpKernel {
     reference(ctx, p, x, w, x_zero, w_zeros, bias_tensor, multipliers, out_zero, addend, y);
   }
 
+
+  std::vector<PackedConstant> packed_constants() const override { return dnnl_.packed_weights(); }
+  void adopt_packed_constants(std::vector<PackedConstant> packs) override {
+    dnnl_.adopt_packed_weights(std::move(packs));
+  }
+
  private:
   // FusedQLinearConv's residual addend Z (inputs 9 to 11): what it adds to
   // the scaled sum, in output steps, is (z - zero) * multiplier.

@@ -182,6 +182,12 @@ class MatMulIntegerKernel final : public OpKernel {
     integer_matmul(a, b, s, a_zeros, b_zeros, y.data<int32_t>());
   }
 
+
+  std::vector<PackedConstant> packed_constants() const override { return dnnl_.packed_weights(); }
+  void adopt_packed_constants(std::vector<PackedConstant> packs) override {
+    dnnl_.adopt_packed_weights(std::move(packs));
+  }
+
  private:
   bool constant_b_;
   DnnlInt8Matmul dnnl_;
@@ -251,6 +257,12 @@ class QLinearMatMulKernel final : public OpKernel {
     } else {
       run.template operator()<uint8_t>();
     }
+  }
+
+
+  std::vector<PackedConstant> packed_constants() const override { return dnnl_.packed_weights(); }
+  void adopt_packed_constants(std::vector<PackedConstant> packs) override {
+    dnnl_.adopt_packed_weights(std::move(packs));
   }
 
  private:

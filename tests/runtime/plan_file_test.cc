@@ -146,6 +146,51 @@ TEST(PlanFile, PacksMadeForAnotherTargetArePackedAgain) {
   EXPECT_EQ(after.adopted, 0u);
 }
 
+// The int8 kernels (QLinearConv, QLinearMatMul on oneDNN) pack their
+// constant s8 weights too, and a loaded plan uses the file's packs.
+TEST(PlanFile, Int8WeightsArePackedToo) {
+  ScratchDir dir;
+  std::mt19937 engine(3);
+  auto s8 = [&](std::vector<int64_t> sizes) {
+    Tensor t(DType::kInt8, std::move(sizes));
+    std::uniform_int_distribution<int> values(-127, 127);
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int8_t>()[i] = static_cast<int8_t>(values(engine));
+    return t;
+  };
+  auto u8_zero = [](int value) {
+    Tensor t(DType::kUInt8, {});
+    t.data<uint8_t>()[0] = static_cast<uint8_t>(value);
+    return t;
+  };
+  Graph g("int8");
+  Value* x = g.add_input("x", {DType::kUInt8, Shape{1, 32, 8, 8}});
+  Value* scale = g.add_constant("scale", Tensor::scalar<float>(0.02f));
+  Value* zero = g.add_constant("zero", u8_zero(128));
+  Value* w_scale = g.add_constant("w_scale", Tensor::scalar<float>(0.003f));
+  Value* w_zero = g.add_constant("w_zero", Tensor(DType::kInt8, {}));
+  Value* w = g.add_constant("w", s8({32, 32, 3, 3}));
+  Value* y = g.add_node("QLinearConv", {x, scale, zero, w, w_scale, w_zero, scale, zero}, 1,
+                        {{"pads", Attribute(std::vector<int64_t>{1, 1, 1, 1})}}, "conv")
+                 ->output(0);
+  Value* shape = g.add_constant("shape", Tensor::from_vector<int64_t>({64, 32}, {2}));
+  Value* flat = g.add_node("Reshape", {y, shape}, 1, {}, "flat")->output(0);
+  Value* b = g.add_constant("b", s8({32, 64}));
+  g.add_output(
+      g.add_node("QLinearMatMul", {flat, scale, zero, b, w_scale, w_zero, scale, zero}, 1, {}, "matmul")->output(0));
+  auto plan = compile(g);
+  WeightPacking packing = pack_weights(plan);
+  EXPECT_EQ(packing.skipped, "");
+  EXPECT_EQ(packing.kernels, 2u);
+  save_plan(*plan, dir / "int8.weirplan");
+  auto loaded = load_plan(dir / "int8.weirplan");
+  Tensor input(DType::kUInt8, {1, 32, 8, 8});
+  for (int64_t i = 0; i < input.num_elements(); ++i) input.data<uint8_t>()[i] = static_cast<uint8_t>(engine() % 256);
+  EXPECT_TRUE(Session(loaded).run({{"x", input}})[0].bitwise_equal(Session(plan).run({{"x", input}})[0]));
+  PackCount after = count_packs(*loaded);
+  EXPECT_EQ(after.kernels, 2u);
+  EXPECT_EQ(after.adopted, 2u);
+}
+
 TEST(WeightPacking, LeavesAlonePlansARunOnZerosCannotStandFor) {
   Graph symbolic("symbolic");
   Value* x = symbolic.add_input("x", {DType::kFloat32, Shape{Dim::symbol("batch"), 4}});

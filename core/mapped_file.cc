@@ -18,7 +18,7 @@ MappedFile::~MappedFile() {
   if (data != nullptr) ::munmap(data, size);
 }
 
-std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path, size_t max_bytes) {
+std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path, size_t max_bytes, MapPages pages) {
   RegularFile opened = open_regular_file(path);
   if (!opened) throw Error(ErrorKind::kIo, opened.why).with_file(path.string());
   auto file = std::make_shared<MappedFile>();
@@ -31,13 +31,14 @@ std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path, size_t m
   if (file->size > 0) {
     // MAP_POPULATE: the pages are read in one go rather than faulted in one
     // by one as the loader walks the file.
-    void* data = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, opened.fd(), 0);
+    const int populate = pages == MapPages::kPopulate ? MAP_POPULATE : 0;
+    void* data = ::mmap(nullptr, file->size, PROT_READ, MAP_PRIVATE | populate, opened.fd(), 0);
     if (data == MAP_FAILED) {
       int error = errno;
       throw Error(ErrorKind::kIo, std::string("cannot map: ") + std::strerror(error)).with_file(path.string());
     }
     file->data = data;
-    ::madvise(data, file->size, MADV_SEQUENTIAL);  // loaders read front to back
+    if (pages == MapPages::kPopulate) ::madvise(data, file->size, MADV_SEQUENTIAL);  // loaders read front to back
   }
   return file;
 }

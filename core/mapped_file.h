@@ -21,8 +21,14 @@ struct MappedFile {
   ~MappedFile();
 };
 
+// How the pages come in: all of them at once (a loader that reads the whole
+// file: one pass of the kernel instead of a fault per page), or as they are
+// first touched (a plan file, whose kernels read only some of its weights).
+enum class MapPages { kPopulate, kOnTouch };
+
 // Throws weir::Error(kIo) naming the file when it is missing, not a regular
 // file, larger than `max_bytes`, or cannot be mapped.
-std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path, size_t max_bytes = SIZE_MAX);
+std::shared_ptr<MappedFile> map_file(const std::filesystem::path& path, size_t max_bytes = SIZE_MAX,
+                                     MapPages pages = MapPages::kPopulate);
 
 }  // namespace weir

@@ -55,4 +55,17 @@ class PackedWeights {
   Tensor adopted_bytes_;  // an adopted pack's bytes (a view of the plan file), kept alive
 };
 
+// The packs of every primitive in a cache (a map whose values are
+// shared_ptrs, null for "no primitive"), `packed_of` naming each one's
+// PackedWeights: what DnnlConv, DnnlMatmul and the int8 ones export.
+template <typename Cache, typename PackedOf>
+std::vector<PackedConstant> export_packs(const Cache& cache, PackedOf packed_of) {
+  std::vector<PackedConstant> packs;
+  for (const auto& entry : cache) {
+    if (!entry.second) continue;
+    if (std::optional<PackedConstant> pack = packed_of(*entry.second).exported()) packs.push_back(std::move(*pack));
+  }
+  return packs;
+}
+
 }  // namespace weir

@@ -104,11 +104,7 @@ DnnlMatmul::~DnnlMatmul() = default;
 
 std::vector<PackedConstant> DnnlMatmul::packed_weights() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  std::vector<PackedConstant> packs;
-  for (const auto& [key, cached] : impl_->primitives) {
-    if (std::optional<PackedConstant> pack = cached->packed_b.exported()) packs.push_back(std::move(*pack));
-  }
-  return packs;
+  return export_packs(impl_->primitives, [](const auto& cached) -> const PackedWeights& { return cached.packed_b; });
 }
 
 void DnnlMatmul::adopt_packed_weights(std::vector<PackedConstant> packs) { impl_->adopted.add(std::move(packs)); }

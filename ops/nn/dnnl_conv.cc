@@ -294,7 +294,8 @@ struct DnnlConv::Impl {
       user.set_data_handle(const_cast<void*>(sources[i]));
       if (!operand.to_wanted) continue;
       if (options.constant_weights && operand.arg == DNNL_ARG_WEIGHTS) {
-        state.args[operand.arg] = c->packed_weights.get(sources[i], operand.plain, operand.wanted, engine, stream, &adopted);
+        state.args[operand.arg] =
+            c->packed_weights.get(sources[i], operand.plain, operand.wanted, engine, stream, &adopted);
         continue;
       }
       operand.to_wanted->execute(stream, user, state.buffers[i]);
@@ -322,11 +323,7 @@ DnnlConv::~DnnlConv() = default;
 
 std::vector<PackedConstant> DnnlConv::packed_weights() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  std::vector<PackedConstant> packs;
-  for (const auto& [key, cached] : impl_->cache) {
-    if (std::optional<PackedConstant> pack = cached->packed_weights.exported()) packs.push_back(std::move(*pack));
-  }
-  return packs;
+  return export_packs(impl_->cache, [](const auto& cached) -> const PackedWeights& { return cached.packed_weights; });
 }
 
 void DnnlConv::adopt_packed_weights(std::vector<PackedConstant> packs) { impl_->adopted.add(std::move(packs)); }

@@ -81,12 +81,7 @@ DnnlInt8Matmul::DnnlInt8Matmul() : impl_(std::make_unique<Impl>()) {}
 
 std::vector<PackedConstant> DnnlInt8Matmul::packed_weights() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  std::vector<PackedConstant> packs;
-  for (const auto& [key, cached] : impl_->cache) {
-    if (!cached) continue;
-    if (std::optional<PackedConstant> pack = cached->packed_b.exported()) packs.push_back(std::move(*pack));
-  }
-  return packs;
+  return export_packs(impl_->cache, [](const auto& cached) -> const PackedWeights& { return cached.packed_b; });
 }
 
 void DnnlInt8Matmul::adopt_packed_weights(std::vector<PackedConstant> packs) { impl_->adopted.add(std::move(packs)); }

@@ -186,22 +186,36 @@ TEST(GraphRunner, OptimizeAndVerify) {
   expect_error(run("optimize " + (dir / "clean.weirplan").string() + " -o " + (dir / "again.weir").string()), "weirplan");
 }
 
+// The zoo's LeNet (inference, 1x28x28) saved as DIR/lenet.weir, and an
+// input image DIR/x.npy of (i * step) % period / period: the model path and
+// the " -i NAME=x.npy" feed to pass.
+struct LenetFiles {
+  std::string model, feed;
+};
+
+LenetFiles write_lenet(const std::filesystem::path& dir, int64_t step, int64_t period) {
+  models::ClassifierGraph lenet =
+      models::build_classifier("lenet", 1, /*training=*/false, {.classes = 10, .in_channels = 1, .image_size = 28});
+  Model model;
+  model.graph = std::move(lenet.graph);
+  save_model(model, dir / "lenet.weir");
+  Tensor x(DType::kFloat32, {1, 1, 28, 28});
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    x.data<float>()[i] = static_cast<float>((i * step) % period) / static_cast<float>(period);
+  }
+  write_npy(dir / "x.npy", x);
+  return {(dir / "lenet.weir").string(), " -i " + lenet.input + "=" + (dir / "x.npy").string()};
+}
+
 // A .weirplan written by optimize stores its conv weights packed for this
 // machine, and a run of it uses them instead of packing; --no-pack-weights
 // writes plain weights only, which the first run packs. Both give the .weir's
 // output bit for bit.
 TEST(GraphRunner, PlansStoreWeightsPackedForThisMachine) {
   testing::ScratchDir dir;
-  models::ClassifierGraph lenet =
-      models::build_classifier("lenet", 1, /*training=*/false, {.classes = 10, .in_channels = 1, .image_size = 28});
-  Model model;
-  model.graph = std::move(lenet.graph);
-  save_model(model, dir / "lenet.weir");
-  const std::string in = (dir / "lenet.weir").string();
-  Tensor x(DType::kFloat32, {1, 1, 28, 28});
-  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>((i * 29) % 97) / 97.0f;
-  write_npy(dir / "x.npy", x);
-  const std::string feed = " -i " + lenet.input + "=" + (dir / "x.npy").string();
+  const LenetFiles lenet = write_lenet(dir.path(), 29, 97);
+  const std::string& in = lenet.model;
+  const std::string& feed = lenet.feed;
 
   Result packed = run("optimize " + in + " -o " + (dir / "packed.weirplan").string());
   ASSERT_EQ(packed.status, 0) << packed.output;
@@ -236,16 +250,9 @@ TEST(GraphRunner, PlansStoreWeightsPackedForThisMachine) {
 // precision that does not exist is refused naming the choices.
 TEST(GraphRunner, InferenceInBf16) {
   testing::ScratchDir dir;
-  models::ClassifierGraph lenet =
-      models::build_classifier("lenet", 1, /*training=*/false, {.classes = 10, .in_channels = 1, .image_size = 28});
-  Model model;
-  model.graph = std::move(lenet.graph);
-  save_model(model, dir / "lenet.weir");
-  const std::string in = (dir / "lenet.weir").string();
-  Tensor x(DType::kFloat32, {1, 1, 28, 28});
-  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 101.0f;
-  write_npy(dir / "x.npy", x);
-  const std::string feed = " -i " + lenet.input + "=" + (dir / "x.npy").string();
+  const LenetFiles lenet = write_lenet(dir.path(), 37, 101);
+  const std::string& in = lenet.model;
+  const std::string& feed = lenet.feed;
 
   std::vector<Tensor> logits;
   for (const std::string amp : {"off", "bf16"}) {

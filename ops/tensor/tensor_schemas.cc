@@ -128,12 +128,15 @@ void view_gradient(GradientContext& ctx) {
   ctx.set_input_grad(0, ctx.emit("Reshape", {grad, original})[0]);
 }
 
-// Product of dims, or a fresh symbol when any is symbolic.
-Dim product_dim(const std::vector<Dim>& dims, const std::string& symbol) {
+// Product of dims, or a fresh symbol when any is symbolic; a product past
+// int64 (dims from a crafted file) is an error naming the node.
+Dim product_dim(const InferenceContext& ctx, const std::vector<Dim>& dims, const std::string& symbol) {
   int64_t product = 1;
   for (const Dim& dim : dims) {
     if (dim.is_symbolic()) return Dim::symbol(symbol);
-    product *= dim.size();
+    if (__builtin_mul_overflow(product, dim.size(), &product)) {
+      ctx.fail("the product of the input's dims " + Shape(dims).to_string() + " overflows int64");
+    }
   }
   return Dim(product);
 }
@@ -150,8 +153,9 @@ void infer_flatten(InferenceContext& ctx) {
   if (axis < -rank || axis > rank) ctx.fail("axis " + std::to_string(axis) + " is out of range [-" + std::to_string(rank) + ", " + std::to_string(rank) + "]");
   if (axis < 0) axis += rank;
   const std::vector<Dim>& dims = input->shape.dims();
-  ctx.set_output_type(0, TensorType{input->dtype, Shape{product_dim({dims.begin(), dims.begin() + axis}, ctx.node().name() + ":0"),
-                                                        product_dim({dims.begin() + axis, dims.end()}, ctx.node().name() + ":1")}});
+  Dim outer = product_dim(ctx, {dims.begin(), dims.begin() + axis}, ctx.node().name() + ":0");
+  Dim inner = product_dim(ctx, {dims.begin() + axis, dims.end()}, ctx.node().name() + ":1");
+  ctx.set_output_type(0, TensorType{input->dtype, Shape{outer, inner}});
 }
 
 void infer_squeeze(InferenceContext& ctx) {

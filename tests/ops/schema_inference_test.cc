@@ -128,6 +128,20 @@ TEST(ShapeInference, ConvAndPoolGeometryRefusesHugeNumbers) {
   EXPECT_EQ(infer("Conv", {x, w}, {{"strides", Attribute(std::vector<int64_t>{2, 2})}}).shape, (Shape{1, 1, 3, 3}));
 }
 
+// Flatten multiplies the dims on each side of its axis, which come from the
+// model (the plan fuzzer's finding: 8 * 1152921504606846984 overflowed).
+TEST(ShapeInference, FlattenRefusesDimsWhoseProductOverflows) {
+  const int64_t big = int64_t{1} << 60;
+  try {
+    infer("Flatten", {f32(Shape{8, big, 2})}, {{"axis", Attribute(int64_t{2})}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overflows int64"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(infer("Flatten", {f32(Shape{8, big, 2})}, {{"axis", Attribute(int64_t{1})}}).shape, (Shape{8, 2 * big}));
+}
+
 // Reshape's -1 entry divides the element count by the product of the other
 // entries, which come from the model (the ONNX fuzzer's finding:
 // 270479860432897 * 131327 overflowed).

@@ -28,5 +28,14 @@ inline dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr attr = {}) {
 
 // This thread's scratch memory, at least desc.get_size() bytes.
 dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc, const dnnl::engine& engine);
+// The same memory as a pointer to at least `bytes` (a kernel that keeps a
+// scratchpad memory object re-points it with set_data_handle), or with
+// `slot` 1 to kThreadScratchSlots - 1 another buffer of the thread's, for
+// what one primitive run needs beside its scratchpad (the reorder targets
+// of a conv in blocked layouts). Each grows by half again at least, and
+// from 2 MiB sits on transparent huge pages: a first run would otherwise
+// fault in a new buffer a page at a time for every primitive.
+inline constexpr int kThreadScratchSlots = 4;
+void* thread_scratchpad_data(size_t bytes, int slot = 0);
 
 }  // namespace weir

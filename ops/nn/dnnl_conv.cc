@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "ops/dnnl_eltwise.h"
 #include "ops/dnnl_packed_weights.h"
+#include "ops/dnnl_scratchpad.h"
 
 namespace weir {
 
@@ -93,14 +94,18 @@ struct Operand {
   }
 };
 
-// What one run binds besides the data pointers: a stream, the reorder
-// targets and scratchpad (fresh large buffers would page-fault on every
-// run), oneDNN memory objects over the caller's tensors (re-pointed with
-// set_data_handle) and the argument map. Made once per cached primitive and
+// What one run binds besides the data pointers: a stream, oneDNN memory
+// objects over the caller's tensors and over the thread's scratchpad and
+// reorder targets (re-pointed with set_data_handle) and the argument map. Made once per cached primitive and
 // reused: building them per call cost 1.5 us, a tenth of a small conv.
+// The thread buffers (thread_scratchpad_data) a run binds: its scratchpad,
+// the reorder targets of the inputs (source, weights) and of the output.
+constexpr int kScratchpadSlot = 0, kInputSlot = 1, kOutputSlot = 3;
+static_assert(kOutputSlot < kThreadScratchSlots);
+
 struct RunState {
   dnnl::stream stream;
-  std::vector<dnnl::memory> buffers;      // one per input, the output, the scratchpad
+  std::vector<dnnl::memory> buffers;      // one per input, the output, the scratchpad (the thread's, bound per run)
   std::vector<dnnl::memory> user_inputs;  // plain views of the caller's inputs
   std::optional<dnnl::memory> bias, user_out, user_addend;
   std::unordered_map<int, dnnl::memory> args;
@@ -257,9 +262,10 @@ struct DnnlConv::Impl {
 
   std::unique_ptr<RunState> make_state(const Cached& c) {
     auto state = std::make_unique<RunState>(RunState{dnnl::stream(engine), {}, {}, std::nullopt, std::nullopt, std::nullopt, {}});
-    for (const Operand& operand : c.inputs) state->buffers.emplace_back(operand.wanted, engine);
-    state->buffers.emplace_back(c.output.wanted, engine);
-    state->buffers.emplace_back(c.scratchpad, engine);
+    // No memory of their own: the thread's buffers, bound per run.
+    for (const Operand& operand : c.inputs) state->buffers.emplace_back(operand.wanted, engine, nullptr);
+    state->buffers.emplace_back(c.output.wanted, engine, nullptr);
+    state->buffers.emplace_back(c.scratchpad, engine, nullptr);
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       const Operand& operand = c.inputs[i];
       state->user_inputs.emplace_back(operand.plain, engine, nullptr);
@@ -298,11 +304,17 @@ struct DnnlConv::Impl {
             c->packed_weights.get(sources[i], operand.plain, operand.wanted, engine, stream, &adopted);
         continue;
       }
+      const int slot = kInputSlot + static_cast<int>(i);
+      state.buffers[i].set_data_handle(thread_scratchpad_data(operand.wanted.get_size(), slot));
       operand.to_wanted->execute(stream, user, state.buffers[i]);
     }
     if (c->bias) state.bias->set_data_handle(const_cast<void*>(bias));
     memory& user_out = *state.user_out;
     user_out.set_data_handle(result);
+    if (c->output.to_plain) {
+      const size_t out_bytes = c->output.wanted.get_size();
+      state.buffers[c->inputs.size()].set_data_handle(thread_scratchpad_data(out_bytes, kOutputSlot));
+    }
     memory& out = state.args.at(c->output.arg);
     if (options.sum) {
       if (c->addend_to_wanted) {
@@ -312,6 +324,12 @@ struct DnnlConv::Impl {
         std::memcpy(result, addend, c->output.plain.get_size());
       }
     }
+    // The thread's scratchpad and reorder targets, shared by every primitive
+    // it runs: buffers faulted in once, where one set per primitive was
+    // faulted in by each primitive's first run (ResNet-50's 53 convs).
+    const size_t scratch_bytes = c->scratchpad.get_size();
+    state.buffers.back().set_data_handle(scratch_bytes > 0 ? thread_scratchpad_data(scratch_bytes, kScratchpadSlot)
+                                                           : nullptr);
     c->primitive.execute(stream, state.args);
     if (c->output.to_plain) c->output.to_plain->execute(stream, out, user_out);
     stream.wait();

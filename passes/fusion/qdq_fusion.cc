@@ -6,36 +6,12 @@
 
 #include "ops/linalg/gemm_attributes.h"
 #include "ops/quantization/quantization_common.h"
+#include "passes/fusion/qdq_match.h"
 #include "passes/graph_match.h"
 
 namespace weir {
 
 namespace {
-
-bool is_constant(const Value* v) { return v != nullptr && v->is_constant() && v->data().defined(); }
-
-// A DequantizeLinear whose scale and zero point are constants.
-struct Dequantized {
-  Value* q = nullptr;
-  Value* scale = nullptr;
-  Value* zero = nullptr;  // null: zero point 0
-  int64_t axis = 1;
-};
-
-std::optional<Dequantized> dequantized(const Rewriter& rw, const Value* value) {
-  Node* dq = rw.producer_of(value, "DequantizeLinear");
-  if (dq == nullptr || dq->num_inputs() < 2 || dq->num_outputs() != 1) return std::nullopt;
-  Dequantized d{dq->input(0), dq->input(1), dq->num_inputs() > 2 ? dq->input(2) : nullptr, 1};
-  if (dq->has_attr("axis")) d.axis = dq->attr("axis").i();
-  if (d.q == nullptr || !is_constant(d.scale) || d.scale->data().dtype() != DType::kFloat32) return std::nullopt;
-  if (d.zero != nullptr && (!is_constant(d.zero) || d.zero->data().sizes() != d.scale->data().sizes())) return std::nullopt;
-  return d;
-}
-
-// One value each (an activation's parameters).
-bool per_tensor(const Dequantized& d) {
-  return d.scale->data().num_elements() == 1 && (d.zero == nullptr || d.zero->data().num_elements() == 1);
-}
 
 // A weight's parameters: per tensor, or [channels] along `axis` of a `rank`-D weight.
 bool per_axis(const Dequantized& d, int64_t rank, int64_t axis, int64_t channels) {
@@ -59,11 +35,6 @@ int64_t integer_at(const Tensor& t, int64_t i) {
   }
 }
 
-// A constant zero point of 0 (Tensor zero-fills).
-Value* zero_constant(Graph& graph, DType dtype, const std::vector<int64_t>& sizes, const std::string& name) {
-  return graph.add_constant(graph.unique_name(name), Tensor(dtype, sizes));
-}
-
 // `d`'s zero point, or a zero of `dtype` shaped like its scale.
 Value* zero_point_of(Graph& graph, const Dequantized& d, DType dtype, const std::string& name) {
   return d.zero != nullptr ? d.zero : zero_constant(graph, dtype, d.scale->data().sizes(), name);
@@ -83,11 +54,11 @@ std::optional<Tail> tail_of(Node& quantize, Rewriter& rw) {
   if (quantize.num_inputs() < 2 || quantize.num_outputs() != 1) return std::nullopt;
   Tail t{&quantize, nullptr, nullptr, quantize.input(1), quantize.num_inputs() > 2 ? quantize.input(2) : nullptr,
          quantize.output(0)->dtype()};
-  if (!is_quantized_dtype(t.y_dtype) || !is_constant(t.y_scale) || t.y_scale->data().num_elements() != 1 ||
+  if (!is_quantized_dtype(t.y_dtype) || !has_constant_data(t.y_scale) || t.y_scale->data().num_elements() != 1 ||
       t.y_scale->data().dtype() != DType::kFloat32) {
     return std::nullopt;
   }
-  if (t.y_zero != nullptr && (!is_constant(t.y_zero) || t.y_zero->data().num_elements() != 1)) return std::nullopt;
+  if (t.y_zero != nullptr && (!has_constant_data(t.y_zero) || t.y_zero->data().num_elements() != 1)) return std::nullopt;
   Value* y = quantize.input(0);
   if (y == nullptr || y->dtype() != DType::kFloat32 || y->uses().size() != 1 || is_graph_output(rw.graph(), y)) {
     return std::nullopt;
@@ -114,9 +85,9 @@ Value* y_zero_of(Graph& graph, const Tail& t) {
 std::optional<Tensor> quantized_bias(const Rewriter& rw, Value* bias, float x_scale, const std::vector<float>& w_scales,
                                      int64_t channels) {
   std::vector<float> values;
-  if (is_constant(bias) && bias->data().dtype() == DType::kFloat32) {
+  if (has_constant_data(bias) && bias->data().dtype() == DType::kFloat32) {
     values = floats_of(bias->data());
-  } else if (std::optional<Dequantized> d = dequantized(rw, bias); d && is_constant(d->q) && per_tensor(*d)) {
+  } else if (std::optional<Dequantized> d = dequantized(rw, bias); d && has_constant_data(d->q) && per_tensor(*d)) {
     const Tensor& q = d->q->data();
     float scale = d->scale->data().data<float>()[0];
     int64_t zero = d->zero != nullptr ? integer_at(d->zero->data(), 0) : 0;
@@ -144,7 +115,7 @@ bool fuse_conv(Rewriter& rw, const Tail& t) {
   if (conv.num_inputs() < 2) return false;
   std::optional<Dequantized> x = dequantized(rw, conv.input(0));
   std::optional<Dequantized> w = dequantized(rw, conv.input(1));
-  if (!x || !w || !is_quantized_dtype(x->q->dtype()) || !per_tensor(*x) || !is_constant(w->q) || !is_quantized_dtype(w->q->data().dtype())) {
+  if (!x || !w || !is_quantized_dtype(x->q->dtype()) || !per_tensor(*x) || !has_constant_data(w->q) || !is_quantized_dtype(w->q->data().dtype())) {
     return false;
   }
   const Tensor& weights = w->q->data();
@@ -194,7 +165,7 @@ bool fuse_matmul(Rewriter& rw, const Tail& t) {
   }
   std::optional<Dequantized> a = dequantized(rw, node.input(0));
   std::optional<Dequantized> b = dequantized(rw, node.input(1));
-  if (!a || !b || !is_quantized_dtype(a->q->dtype()) || !per_tensor(*a) || !is_constant(b->q) || !is_quantized_dtype(b->q->data().dtype())) {
+  if (!a || !b || !is_quantized_dtype(a->q->dtype()) || !per_tensor(*a) || !has_constant_data(b->q) || !is_quantized_dtype(b->q->data().dtype())) {
     return false;
   }
   const Tensor& weights = b->q->data();
@@ -225,20 +196,6 @@ bool fuse_matmul(Rewriter& rw, const Tail& t) {
   fused->output(0)->set_type(t.quantize->output(0)->type());
   rw.replace(*t.quantize, fused->output(0));
   return true;
-}
-
-// Whether two one-value constants (scale or zero point; an absent zero
-// point is 0) hold the same bits.
-bool same_value(const Value* a, const Value* b, DType zero_dtype) {
-  if (a == b) return true;
-  auto bytes_of = [&](const Value* v) {
-    Tensor t = v != nullptr ? v->data() : Tensor(zero_dtype, {});
-    return std::vector<unsigned char>(static_cast<const unsigned char*>(t.raw_data()),
-                                      static_cast<const unsigned char*>(t.raw_data()) + t.nbytes());
-  };
-  if ((a != nullptr && !is_constant(a)) || (b != nullptr && !is_constant(b))) return false;
-  if (a != nullptr && b != nullptr && a->data().dtype() != b->data().dtype()) return false;
-  return bytes_of(a) == bytes_of(b);
 }
 
 // DequantizeLinear -> MaxPool -> QuantizeLinear at the same scale and zero

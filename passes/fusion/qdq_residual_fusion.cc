@@ -1,56 +1,23 @@
 #include "passes/fusion/qdq_residual_fusion.h"
 
-#include <cstring>
-
 #include "ops/quantization/quantization_common.h"
+#include "passes/fusion/qdq_match.h"
 #include "passes/graph_match.h"
 
 namespace weir {
 
 namespace {
 
-bool is_constant(const Value* v) { return v != nullptr && v->is_constant() && v->data().defined(); }
-
 // One constant value of `dtype` (a per-tensor scale or zero point).
 bool one_constant(const Value* v, DType dtype) {
-  return is_constant(v) && v->data().num_elements() == 1 && v->data().dtype() == dtype;
-}
-
-// Whether two per-tensor parameters hold the same value (the same Value, or
-// equal one-element constants; an absent zero point is 0).
-bool same_parameter(const Value* a, const Value* b) {
-  if (a == b) return true;
-  auto is_zero = [](const Value* v) {
-    if (!is_constant(v) || v->data().num_elements() != 1) return false;
-    const Tensor& t = v->data();
-    for (size_t i = 0; i < t.nbytes(); ++i) {
-      if (static_cast<const unsigned char*>(t.raw_data())[i] != 0) return false;
-    }
-    return true;
-  };
-  if (a == nullptr) return is_zero(b);
-  if (b == nullptr) return is_zero(a);
-  if (!is_constant(a) || !is_constant(b) || a->data().num_elements() != 1 || b->data().num_elements() != 1 ||
-      a->data().dtype() != b->data().dtype()) {
-    return false;
-  }
-  return std::memcmp(a->data().raw_data(), b->data().raw_data(), a->data().nbytes()) == 0;
+  return has_constant_data(v) && v->data().num_elements() == 1 && v->data().dtype() == dtype;
 }
 
 // A per-tensor DequantizeLinear of an i8 or u8 value.
-struct Dequantize {
-  Node* node = nullptr;
-  Value* q = nullptr;
-  Value* scale = nullptr;
-  Value* zero = nullptr;  // null: zero point 0
-};
-
-std::optional<Dequantize> per_tensor_dequantize(const Rewriter& rw, const Value* value) {
-  Node* dq = rw.producer_of(value, "DequantizeLinear");
-  if (dq == nullptr || dq->num_inputs() < 2 || dq->num_outputs() != 1 || dq->input(0) == nullptr) return std::nullopt;
-  Dequantize d{dq, dq->input(0), dq->input(1), dq->num_inputs() > 2 ? dq->input(2) : nullptr};
-  if (!is_quantized_dtype(d.q->dtype()) || !one_constant(d.scale, DType::kFloat32)) return std::nullopt;
-  if (d.zero != nullptr && !one_constant(d.zero, d.q->dtype())) return std::nullopt;
+std::optional<Dequantized> per_tensor_dequantize(const Rewriter& rw, const Value* value) {
+  std::optional<Dequantized> d = dequantized(rw, value);
+  if (!d || !is_quantized_dtype(d->q->dtype()) || !per_tensor(*d)) return std::nullopt;
+  if (d->zero != nullptr && d->zero->data().dtype() != d->q->dtype()) return std::nullopt;
   return d;
 }
 
@@ -104,26 +71,25 @@ class QdqResidualRule final : public RewriteRule {
       if (from_conv == addend || !single_reader(from_conv)) continue;
       // No broadcasting: the addend is read as a tensor shaped like the output.
       if (!(from_conv->type().shape == out_shape) || !(addend->type().shape == out_shape)) continue;
-      std::optional<Dequantize> c = per_tensor_dequantize(rw, from_conv);
-      std::optional<Dequantize> z = per_tensor_dequantize(rw, addend);
+      std::optional<Dequantized> c = per_tensor_dequantize(rw, from_conv);
+      std::optional<Dequantized> z = per_tensor_dequantize(rw, addend);
       if (!c || !z || !single_reader(c->q)) continue;
       Node* conv = c->q->producer();
       if (!takes_an_addend(conv) || conv->device() != quantize.device() || z->q == c->q) continue;
       // The conv's output must mean what its DequantizeLinear says it means.
-      if (!same_parameter(conv->input(6), c->scale) || !same_parameter(conv->input(7), c->zero)) continue;
+      if (!same_value(conv->input(6), c->scale, DType::kFloat32) || !same_value(conv->input(7), c->zero, c->q->dtype())) {
+        continue;
+      }
       // The sum post-op reads the addend where y goes: same shape and type.
       if (!(z->q->type().shape == out_shape) || z->q->dtype() != y_dtype) continue;
       std::vector<Value*> inputs = conv->inputs();
       inputs.resize(9, nullptr);
       inputs[6] = y_scale;
-      inputs[7] = y_zero != nullptr ? y_zero
-                                    : graph.add_constant(graph.unique_name(quantize.name() + "_zero_point"),
-                                                         Tensor(y_dtype, {}));
+      inputs[7] = y_zero != nullptr ? y_zero : zero_constant(graph, y_dtype, {}, quantize.name() + "_zero_point");
       inputs.push_back(z->q);
       inputs.push_back(z->scale);
       inputs.push_back(z->zero != nullptr ? z->zero
-                                          : graph.add_constant(graph.unique_name(z->node->name() + "_zero_point"),
-                                                               Tensor(z->q->dtype(), {})));
+                                          : zero_constant(graph, z->q->dtype(), {}, addend->name() + "_zero_point"));
       std::map<std::string, Attribute> attributes = conv->attributes();
       attributes["activation"] = Attribute(relu != nullptr ? "Relu" : "None");
       Node* fused = rw.create(*conv, "FusedQLinearConv", inputs, 1, attributes,

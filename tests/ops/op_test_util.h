@@ -109,7 +109,8 @@ inline int64_t flatten(const std::vector<int64_t>& index, const std::vector<int6
 }
 
 // A graph of one `op_type` node whose inputs are graph inputs "in0", "in1",
-// ... fed `inputs`, and whose outputs are the graph's.
+// ... fed `inputs` (an undefined Tensor: an absent optional input), and
+// whose outputs are the graph's.
 struct SingleOpGraph {
   std::unique_ptr<Graph> graph;
   std::map<std::string, Tensor> feeds;
@@ -120,6 +121,10 @@ inline SingleOpGraph single_op_graph(const std::string& op_type, const std::vect
   SingleOpGraph single{std::make_unique<Graph>("one_" + op_type), {}};
   std::vector<Value*> values;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      values.push_back(nullptr);
+      continue;
+    }
     std::string name = "in" + std::to_string(i);
     values.push_back(single.graph->add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
     single.feeds[name] = inputs[i];

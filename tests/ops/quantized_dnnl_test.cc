@@ -44,25 +44,19 @@ std::vector<float> random_scales(int64_t count, std::mt19937& engine, float low,
   return values;
 }
 
-// Runs one node whose inputs are graph inputs (an undefined tensor: absent).
+// Runs one node whose inputs are graph inputs (an undefined tensor: absent),
+// its types inferred and the graph verified first.
 Tensor run_node(const std::string& op, const std::vector<Tensor>& inputs, std::map<std::string, Attribute> attrs) {
-  Graph graph("one_" + op);
-  std::vector<Value*> values;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      values.push_back(nullptr);
-      continue;
-    }
-    std::string name = "in" + std::to_string(i);
-    values.push_back(graph.add_input(name, {inputs[i].dtype(), inputs[i].shape()}));
-    feeds[name] = inputs[i];
-  }
-  Node* node = graph.add_node(op, values, 1, std::move(attrs), "op");
-  graph.add_output(node->output(0));
-  infer_graph_types(graph, default_op_registry());
-  verify_graph(graph, default_op_registry());
-  return evaluate_graph(graph, feeds)[0];
+  testing::SingleOpGraph single = testing::single_op_graph(op, inputs, std::move(attrs), 1);
+  infer_graph_types(*single.graph, default_op_registry());
+  verify_graph(*single.graph, default_op_registry());
+  return evaluate_graph(*single.graph, single.feeds)[0];
+}
+
+// The same node on the reference int32 loops (ScopedQuantizedReference).
+Tensor run_reference(const std::string& op, const std::vector<Tensor>& inputs, std::map<std::string, Attribute> attrs) {
+  ScopedQuantizedReference forced;
+  return run_node(op, inputs, std::move(attrs));
 }
 
 // How two quantized results differ: elements apart, and the largest gap.
@@ -150,11 +144,7 @@ TEST(QLinearConvDnnl, MatchesTheReferenceLoops) {
             op = "FusedQLinearConv";
             attrs["activation"] = Attribute("Relu");
           }
-          Tensor reference;
-          {
-            ScopedQuantizedReference forced;
-            reference = run_node(op, inputs, attrs);
-          }
+          Tensor reference = run_reference(op, inputs, attrs);
           Tensor fast = run_node(op, inputs, attrs);
           Agreement agreement = compare(reference, fast);
           EXPECT_LE(agreement.largest, 1) << op << " case " << cases;
@@ -201,11 +191,7 @@ TEST(QLinearConvDnnl, TiesDifferByAtMostOne) {
   inputs[4] = Tensor::scalar<float>(1.0f);   // w_scale
   inputs[6] = Tensor::scalar<float>(64.0f);  // y_scale: acc / 128, halves common
   inputs[7] = make_tensor(DType::kUInt8, {101}, {});
-  Tensor reference;
-  {
-    ScopedQuantizedReference forced;
-    reference = run_node("QLinearConv", inputs, {});
-  }
+  Tensor reference = run_reference("QLinearConv", inputs, {});
   Tensor fast = run_node("QLinearConv", inputs, {});
   Agreement agreement = compare(reference, fast);
   EXPECT_LE(agreement.largest, 1);
@@ -262,11 +248,7 @@ TEST(QLinearConvDnnl, ResidualAddendMatchesTheReferenceLoops) {
           inputs[0] = run_node("Transpose", {inputs[0]}, {{"perm", Attribute(Ints{0, 2, 3, 1})}});
           inputs[9] = run_node("Transpose", {inputs[9]}, {{"perm", Attribute(Ints{0, 2, 3, 1})}});
         }
-        Tensor reference;
-        {
-          ScopedQuantizedReference forced;
-          reference = run_node("FusedQLinearConv", inputs, attrs);
-        }
+        Tensor reference = run_reference("FusedQLinearConv", inputs, attrs);
         Tensor fast = run_node("FusedQLinearConv", inputs, attrs);
         Agreement agreement = compare(reference, fast);
         EXPECT_LE(agreement.largest, 1) << "case " << cases;
@@ -316,19 +298,12 @@ TEST(QLinearConvDnnl, UnsupportedWeightsFallBackToTheReference) {
   std::vector<Tensor> inputs = conv_inputs(c, DType::kUInt8, DType::kUInt8, true, true, true, engine);
   std::vector<Tensor> shifted = inputs;
   shifted[5] = make_tensor(DType::kInt8, {1, -2, 3, 0, 5, 7}, {6});
-  Tensor reference;
-  {
-    ScopedQuantizedReference forced;
-    reference = run_node("QLinearConv", shifted, {});
-  }
+  Tensor reference = run_reference("QLinearConv", shifted, {});
   EXPECT_EQ(compare(reference, run_node("QLinearConv", shifted, {})).differing, 0);
   std::vector<Tensor> unsigned_w = inputs;
   unsigned_w[3] = make_tensor(DType::kUInt8, random_ints(DType::kUInt8, count_of(c.w), engine), c.w);
   unsigned_w[5] = make_tensor(DType::kUInt8, std::vector<double>(6, 128), {6});
-  {
-    ScopedQuantizedReference forced;
-    reference = run_node("QLinearConv", unsigned_w, {});
-  }
+  reference = run_reference("QLinearConv", unsigned_w, {});
   EXPECT_EQ(compare(reference, run_node("QLinearConv", unsigned_w, {})).differing, 0);
 }
 
@@ -372,12 +347,8 @@ TEST(QLinearMatMulDnnl, MatchesTheReferenceLoops) {
                                         Tensor::scalar<float>(y_scale),
                                         make_tensor(yt, {y_zero}, {})};
           std::vector<Tensor> integer_inputs = {inputs[0], inputs[3], inputs[2]};
-          Tensor reference, integer_reference;
-          {
-            ScopedQuantizedReference forced;
-            reference = run_node("QLinearMatMul", inputs, {});
-            integer_reference = run_node("MatMulInteger", integer_inputs, {});
-          }
+          Tensor reference = run_reference("QLinearMatMul", inputs, {});
+          Tensor integer_reference = run_reference("MatMulInteger", integer_inputs, {});
           Tensor fast = run_node("QLinearMatMul", inputs, {});
           Agreement agreement = compare(reference, fast);
           EXPECT_LE(agreement.largest, 1) << "case " << cases;
@@ -420,11 +391,7 @@ TEST(QLinearMatMulDnnl, OtherFormsRunTheReference) {
       {a, b2, a_zero, make_tensor(DType::kInt8, {1, 0, 0, 0, 2}, {5})},
   };
   for (size_t i = 0; i < forms.size(); ++i) {
-    Tensor reference;
-    {
-      ScopedQuantizedReference forced;
-      reference = run_node("MatMulInteger", forms[i], {});
-    }
+    Tensor reference = run_reference("MatMulInteger", forms[i], {});
     EXPECT_EQ(compare(reference, run_node("MatMulInteger", forms[i], {})).differing, 0) << "form " << i;
   }
 }

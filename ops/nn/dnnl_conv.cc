@@ -103,6 +103,14 @@ struct Operand {
 constexpr int kScratchpadSlot = 0, kInputSlot = 1, kOutputSlot = 3;
 static_assert(kOutputSlot < kThreadScratchSlots);
 
+// Re-points `memory` only when the thread's buffer moved (it grew, or
+// another thread runs this state): setting a handle is not free (oneDNN
+// zero-pads a padded layout's tail on every set), and the buffers move
+// rarely. The primitives write their outputs' padding themselves.
+void point_at(dnnl::memory& memory, void* data) {
+  if (memory.get_data_handle() != data) memory.set_data_handle(data);
+}
+
 struct RunState {
   dnnl::stream stream;
   std::vector<dnnl::memory> buffers;      // one per input, the output, the scratchpad (the thread's, bound per run)
@@ -305,7 +313,7 @@ struct DnnlConv::Impl {
         continue;
       }
       const int slot = kInputSlot + static_cast<int>(i);
-      state.buffers[i].set_data_handle(thread_scratchpad_data(operand.wanted.get_size(), slot));
+      point_at(state.buffers[i], thread_scratchpad_data(operand.wanted.get_size(), slot));
       operand.to_wanted->execute(stream, user, state.buffers[i]);
     }
     if (c->bias) state.bias->set_data_handle(const_cast<void*>(bias));
@@ -313,7 +321,7 @@ struct DnnlConv::Impl {
     user_out.set_data_handle(result);
     if (c->output.to_plain) {
       const size_t out_bytes = c->output.wanted.get_size();
-      state.buffers[c->inputs.size()].set_data_handle(thread_scratchpad_data(out_bytes, kOutputSlot));
+      point_at(state.buffers[c->inputs.size()], thread_scratchpad_data(out_bytes, kOutputSlot));
     }
     memory& out = state.args.at(c->output.arg);
     if (options.sum) {
@@ -328,8 +336,8 @@ struct DnnlConv::Impl {
     // it runs: buffers faulted in once, where one set per primitive was
     // faulted in by each primitive's first run (ResNet-50's 53 convs).
     const size_t scratch_bytes = c->scratchpad.get_size();
-    state.buffers.back().set_data_handle(scratch_bytes > 0 ? thread_scratchpad_data(scratch_bytes, kScratchpadSlot)
-                                                           : nullptr);
+    point_at(state.buffers.back(),
+             scratch_bytes > 0 ? thread_scratchpad_data(scratch_bytes, kScratchpadSlot) : nullptr);
     c->primitive.execute(stream, state.args);
     if (c->output.to_plain) c->output.to_plain->execute(stream, out, user_out);
     stream.wait();

@@ -51,4 +51,40 @@ std::optional<BroadcastIndexing> broadcast_indexing(const std::vector<int64_t>& 
   return indexing;
 }
 
+std::optional<MultiBroadcastIndexing> broadcast_indexing(const std::vector<int64_t>& out,
+                                                         const std::vector<std::vector<int64_t>>& operands) {
+  std::vector<std::vector<int64_t>> strides;
+  for (const std::vector<int64_t>& sizes : operands) strides.push_back(broadcast_strides(sizes, out.size()));
+  struct Axis {
+    int64_t size;
+    std::vector<int64_t> strides;  // one per operand
+  };
+  std::vector<Axis> axes;
+  for (size_t axis = 0; axis < out.size(); ++axis) {
+    if (out[axis] == 1) continue;
+    Axis next{out[axis], {}};
+    for (const std::vector<int64_t>& s : strides) next.strides.push_back(s[axis]);
+    // Merge with the outer axis where every operand's strides continue.
+    bool merges = !axes.empty();
+    for (size_t k = 0; merges && k < operands.size(); ++k) {
+      merges = axes.back().strides[k] == next.strides[k] * next.size;
+    }
+    if (merges) {
+      axes.back().size *= next.size;
+      axes.back().strides = next.strides;
+    } else {
+      axes.push_back(std::move(next));
+    }
+  }
+  if (axes.size() > static_cast<size_t>(MultiBroadcastIndexing::kMaxRank)) return std::nullopt;
+  MultiBroadcastIndexing indexing;
+  indexing.rank = static_cast<int>(axes.size());
+  indexing.operands = static_cast<int>(operands.size());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    indexing.sizes[i] = axes[i].size;
+    for (size_t k = 0; k < operands.size(); ++k) indexing.strides[k][i] = axes[i].strides[k];
+  }
+  return indexing;
+}
+
 }  // namespace weir::cuda

@@ -20,4 +20,10 @@ namespace weir::cuda {
 std::optional<BroadcastIndexing> broadcast_indexing(const std::vector<int64_t>& out, const std::vector<int64_t>& a,
                                                     const std::vector<int64_t>& b);
 
+// The same for any number of operands (at most
+// MultiBroadcastIndexing::kMaxOperands, checked by the caller), each of which
+// must broadcast to `out`. nullopt when more than kMaxRank axes remain.
+std::optional<MultiBroadcastIndexing> broadcast_indexing(const std::vector<int64_t>& out,
+                                                         const std::vector<std::vector<int64_t>>& operands);
+
 }  // namespace weir::cuda

@@ -1,9 +1,11 @@
 #include "ops/cuda/cuda_kernel_util.h"
 
+#include <chrono>
 #include <limits>
 #include <string>
 
 #include "core/error.h"
+#include "core/stream.h"
 
 namespace weir::cuda {
 
@@ -38,6 +40,22 @@ int to_int(const KernelContext& ctx, int64_t value, const char* what) {
     ctx.fail(std::string(what) + " " + std::to_string(value) + " exceeds the 32-bit sizes cuBLAS takes");
   }
   return static_cast<int>(value);
+}
+
+Tensor host_copy(const KernelContext& ctx, const Tensor& tensor, const char* what) {
+  if (!tensor.defined() || tensor.device().type == DeviceType::kCpu) return tensor;
+  cudaStream_t stream = cuda_stream(ctx);
+  Tensor host(tensor.dtype(), tensor.sizes());
+  if (tensor.nbytes() == 0) return host;
+  cudaError_t status = cudaMemcpyAsync(host.raw_data(), tensor.raw_data(), tensor.nbytes(), cudaMemcpyDeviceToHost, stream);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    ctx.fail(std::string("copying ") + what + " " + tensor.type_string() + " to the host failed: " +
+             cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+  }
+  ctx.stream()->record()->synchronize(std::chrono::minutes(1), ctx.node().op_type() + " '" + ctx.node().name() +
+                                                                   "' reading " + what + " on the host");
+  return host;
 }
 
 }  // namespace weir::cuda

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "core/tensor.h"
 #include "ops/kernel.h"
 
 namespace weir::cuda {
@@ -27,5 +28,13 @@ void require_on_device(const KernelContext& ctx, const Tensor& tensor, const cha
 void check_launch(const KernelContext& ctx, const char* kernel);
 // Fails naming the node when `value` (a size handed to a 32-bit API) exceeds int.
 int to_int(const KernelContext& ctx, int64_t value, const char* what);
+
+// A small input the kernel must read on the host (a shape, starts and ends,
+// axes, a scalar): `tensor` as it is when it already lives in host memory,
+// else a host copy made on the step's stream and waited for (at most a
+// minute; a longer wait fails naming the node). The copy costs a round trip
+// to the device, so read inputs this way only where the value decides what
+// to launch.
+Tensor host_copy(const KernelContext& ctx, const Tensor& tensor, const char* what);
 
 }  // namespace weir::cuda

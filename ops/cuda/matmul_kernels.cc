@@ -1,12 +1,17 @@
 #include "ops/cuda/matmul_kernels.h"
 
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "ops/cuda/broadcast_indexing.h"
-#include "ops/cuda/cublas_library.h"
+#include "ops/cuda/cublaslt_matmul.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/elementwise_device.h"
+#include "ops/cuda/matmul_device.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/elementwise/fused_activation.h"
 #include "ops/linalg/gemm_attributes.h"
 #include "ops/linalg/matmul_shapes.h"
 #include "ops/node_attributes.h"
@@ -16,48 +21,21 @@ namespace weir {
 
 namespace {
 
-// One row-major product C[m, n] = alpha * op(A)[m, k] * op(B)[k, n], `batch`
-// times, operand i of batch item j at pointer + j * stride (0: the same matrix).
-struct RowMajorGemm {
-  int64_t m = 0, n = 0, k = 0;
-  bool transpose_a = false, transpose_b = false;
-  float alpha = 1.0f;
-  int64_t batch = 1;
-  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-};
-
-// cuBLAS is column-major; a row-major matrix is its transpose there, so
-// C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: B comes first, and
-// each operand's transpose flag is its own.
-void run_gemm(const KernelContext& ctx, const RowMajorGemm& g, const float* a, const float* b, float* c,
-              cudaStream_t stream) {
-  const int m = cuda::to_int(ctx, g.m, "M");
-  const int n = cuda::to_int(ctx, g.n, "N");
-  const int k = cuda::to_int(ctx, g.k, "K");
-  const int batch = cuda::to_int(ctx, g.batch, "the batch");
-  const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int ld_b = g.transpose_b ? k : n;
-  const int ld_a = g.transpose_a ? m : k;
-  const float beta = 0.0f;
-  const cuda::CublasApi& api = cuda::cublas();
-  cuda::CublasHandle handle(ctx.stream()->device().index);
-  const std::string where = ctx.node().op_type() + " '" + ctx.node().name() + "': ";
-  cuda::cublas_check(api.set_stream(handle.get(), stream), where + "cublasSetStream");
-  if (batch == 1) {
-    cuda::cublas_check(api.sgemm(handle.get(), op_b, op_a, n, m, k, &g.alpha, b, ld_b, a, ld_a, &beta, c, n),
-                       where + "cublasSgemm");
-  } else {
-    cuda::cublas_check(api.sgemm_strided_batched(handle.get(), op_b, op_a, n, m, k, &g.alpha, b, ld_b, g.stride_b, a,
-                                                 ld_a, g.stride_a, &beta, c, n, g.stride_c, batch),
-                       where + "cublasSgemmStridedBatched");
+// Fails naming the node unless `x` is of a dtype these kernels compute.
+cuda::ElementType element_type(const KernelContext& ctx, const Tensor& x) {
+  switch (x.dtype()) {
+    case DType::kFloat32: return cuda::ElementType::kFloat32;
+    case DType::kFloat16: return cuda::ElementType::kFloat16;
+    case DType::kBFloat16: return cuda::ElementType::kBFloat16;
+    default: break;
   }
+  ctx.fail("the CUDA kernel takes f32, f16 or bf16, got " + x.type_string());
 }
 
-void require_f32(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
-  if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32) {
-    ctx.fail("the CUDA kernel takes f32 only, got " + a.type_string() + " and " + b.type_string());
-  }
+cuda::ElementType element_type(DType dtype) {
+  if (dtype == DType::kFloat16) return cuda::ElementType::kFloat16;
+  if (dtype == DType::kBFloat16) return cuda::ElementType::kBFloat16;
+  return cuda::ElementType::kFloat32;
 }
 
 class MatMulCudaKernel final : public OpKernel {
@@ -66,42 +44,50 @@ class MatMulCudaKernel final : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const MatmulShapes shapes = matmul_shapes(ctx, a, b);
-    require_f32(ctx, a, b);
-    cudaStream_t stream = cuda::cuda_stream(ctx);
+    element_type(ctx, a);
+    cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, a, "input 0");
     cuda::require_on_device(ctx, b, "input 1");
-    RowMajorGemm g{.m = shapes.m, .n = shapes.n, .k = shapes.k};
     // An empty inner dimension sums to zero: the only case the product does not overwrite.
-    Tensor& out = ctx.allocate_output(0, DType::kFloat32, shapes.out_sizes,
-                                      g.k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
-    if (out.num_elements() == 0 || g.k == 0) return;
+    Tensor& out = ctx.allocate_output(0, a.dtype(), shapes.out_sizes,
+                                      shapes.k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
+    if (out.num_elements() == 0 || shapes.k == 0) return;
 
-    const auto* pa = static_cast<const float*>(a.raw_data());
-    const auto* pb = static_cast<const float*>(b.raw_data());
-    auto* pc = static_cast<float*>(out.raw_data());
-    const int64_t items = sizes_product(shapes.out_batch);
-    const int64_t a_items = sizes_product(shapes.a_batch);
+    cuda::LtProblem p{.input = a.dtype(), .output = a.dtype(), .m = shapes.m, .n = shapes.n, .k = shapes.k};
+    const auto* pa = static_cast<const char*>(a.raw_data());
+    const auto* pb = static_cast<const char*>(b.raw_data());
+    auto* pc = static_cast<char*>(out.raw_data());
     if (sizes_product(shapes.b_batch) == 1) {
-      g.m *= a_items;  // B is one matrix: fold A's batch into its rows, one large product
-      run_gemm(ctx, g, pa, pb, pc, stream);
-    } else if ((a_items == items || a_items == 1) && sizes_product(shapes.b_batch) == items) {
-      g.batch = items;  // B batched, A batched alike or one matrix for all
-      g.stride_a = a_items == 1 ? 0 : g.m * g.k;
-      g.stride_b = g.k * g.n;
-      g.stride_c = g.m * g.n;
-      run_gemm(ctx, g, pa, pb, pc, stream);
-    } else {
-      // General broadcast of batch axes: one product per output batch item.
-      BroadcastPlan plan(shapes.out_batch, shapes.a_batch, shapes.b_batch);
-      const int64_t a_step = g.m * g.k, b_step = g.k * g.n, c_step = g.m * g.n;
-      plan.for_each([&](int64_t out_item, int64_t a_item, int64_t b_item, int64_t count) {
-        for (int64_t i = 0; i < count; ++i) {
-          run_gemm(ctx, g, pa + (a_item + i * plan.inner_stride_a()) * a_step,
-                   pb + (b_item + i * plan.inner_stride_b()) * b_step, pc + (out_item + i) * c_step, stream);
-        }
-      });
+      p.m *= sizes_product(shapes.a_batch);  // B is one matrix: fold A's batch into its rows, one large product
+      matmul_.run(ctx, p, {.a = pa, .b = pb, .d = pc});
+      return;
     }
+    // Otherwise one strided-batch product per run of the batch broadcast:
+    // along a run, A and B each advance by one matrix per item or stay (a
+    // stride of 0). Equal batches, or one A for all of B, are a single run.
+    BroadcastPlan plan(shapes.out_batch, shapes.a_batch, shapes.b_batch);
+    const auto element = static_cast<int64_t>(dtype_size(a.dtype()));
+    const int64_t a_bytes = p.m * p.k * element, b_bytes = p.k * p.n * element, c_bytes = p.m * p.n * element;
+    plan.for_each([&](int64_t out_item, int64_t a_item, int64_t b_item, int64_t count) {
+      cuda::LtProblem batched = p;
+      batched.batch = count;
+      batched.stride_a = plan.inner_stride_a() * p.m * p.k;
+      batched.stride_b = plan.inner_stride_b() * p.k * p.n;
+      batched.stride_d = p.m * p.n;
+      const cuda::LtOperands first{.a = pa + a_item * a_bytes, .b = pb + b_item * b_bytes, .d = pc + out_item * c_bytes};
+      if (matmul_.try_run(ctx, batched, first)) return;
+      // cuBLASLt had no algorithm for this batch (a stride of 0, say): one product per item.
+      for (int64_t i = 0; i < count; ++i) {
+        matmul_.run(ctx, p,
+                    {.a = pa + (a_item + i * plan.inner_stride_a()) * a_bytes,
+                     .b = pb + (b_item + i * plan.inner_stride_b()) * b_bytes,
+                     .d = pc + (out_item + i) * c_bytes});
+      }
+    });
   }
+
+ private:
+  cuda::LtMatmul matmul_;
 };
 
 class GemmCudaKernel final : public OpKernel {
@@ -112,39 +98,43 @@ class GemmCudaKernel final : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const GemmSizes sizes = gemm_.sizes(ctx, a, b);
-    require_f32(ctx, a, b);
-    if (kernel_output_dtype(ctx, a.dtype()) != a.dtype()) ctx.fail("a wider output_dtype is not supported on CUDA yet");
+    element_type(ctx, a);
+    const DType out_dtype = kernel_output_dtype(ctx, a.dtype());
+    if (out_dtype != a.dtype() && ctx.has_input(2)) ctx.fail("a wider output_dtype than the inputs' takes no C");
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, a, "A");
     cuda::require_on_device(ctx, b, "B");
-    RowMajorGemm g{.m = sizes.m,
+    // The product overwrites every element, but for an empty inner dimension, whose sum is zero.
+    Tensor& out = ctx.allocate_output(0, out_dtype, {sizes.m, sizes.n},
+                                      sizes.k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
+    const bool add_c = ctx.has_input(2) && gemm_.beta != 0.0;
+    if (add_c) {
+      const Tensor& c = ctx.input(2);
+      auto broadcast = broadcast_sizes(out.sizes(), c.sizes());
+      if (c.dtype() != out.dtype() || !broadcast || *broadcast != out.sizes()) {
+        ctx.fail("C " + c.type_string() + " does not broadcast to the product " + out.type_string());
+      }
+      cuda::require_on_device(ctx, c, "C");
+    }
+    if (out.num_elements() == 0) return;
+    if (sizes.k > 0) {
+      matmul_.run(ctx,
+                  {.input = a.dtype(),
+                   .output = out_dtype,
+                   .m = sizes.m,
                    .n = sizes.n,
                    .k = sizes.k,
                    .transpose_a = gemm_.transpose_a,
                    .transpose_b = gemm_.transpose_b,
-                   .alpha = static_cast<float>(gemm_.alpha)};
-    const bool add_c = ctx.has_input(2) && gemm_.beta != 0.0;
-    if (add_c) {
-      const Tensor& c = ctx.input(2);
-      auto broadcast = broadcast_sizes({g.m, g.n}, c.sizes());
-      if (c.dtype() != a.dtype() || !broadcast || *broadcast != std::vector<int64_t>{g.m, g.n}) {
-        ctx.fail("C " + c.type_string() + " does not broadcast to the product f32[" + std::to_string(g.m) + "," +
-                 std::to_string(g.n) + "]");
-      }
-      cuda::require_on_device(ctx, c, "C");
+                   .alpha = static_cast<float>(gemm_.alpha)},
+                  {.a = a.raw_data(), .b = b.raw_data(), .d = out.raw_data()});
     }
-    Tensor& out = ctx.allocate_output(0, a.dtype(), {g.m, g.n},
-                                      g.k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
-    if (out.num_elements() == 0) return;
-    if (g.k > 0) {
-      run_gemm(ctx, g, static_cast<const float*>(a.raw_data()), static_cast<const float*>(b.raw_data()),
-               static_cast<float*>(out.raw_data()), stream);
-    }
-    // Then Y += beta * C, as the CPU kernel does it (after the product, not folded into cuBLAS's beta).
+    // Then Y += beta * C, as the CPU kernel does it: after the product has
+    // been rounded to Y's type, not folded into cuBLASLt's beta.
     if (add_c) {
       const Tensor& c = ctx.input(2);
       std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(out.sizes(), out.sizes(), c.sizes());
-      cuda::launch_binary(cuda::BinaryOp::kAddScaled, cuda::ElementType::kFloat32, out.raw_data(), c.raw_data(),
+      cuda::launch_binary(cuda::BinaryOp::kAddScaled, element_type(out_dtype), out.raw_data(), c.raw_data(),
                           out.raw_data(), out.num_elements(), *indexing, static_cast<float>(gemm_.beta), stream);
       cuda::check_launch(ctx, "binary_kernel (Y + beta * C)");
     }
@@ -152,14 +142,116 @@ class GemmCudaKernel final : public OpKernel {
 
  private:
   GemmAttributes gemm_;
+  cuda::LtMatmul matmul_;
+};
+
+// The cuBLASLt epilogue computing exactly bias and `activation` after the
+// product, if there is one: its Relu is the CPU's, its GELU the tanh form
+// (GeluTanh, not the erf Gelu), and its bias must be of D's type.
+std::optional<cuda::LtEpilogue> lt_epilogue_for(const FusedActivation& activation, bool bias, bool bias_of_d_type) {
+  if (bias && !bias_of_d_type) return std::nullopt;
+  switch (activation.kind) {
+    case FusedActivation::Kind::kNone: return bias ? cuda::LtEpilogue::kBias : cuda::LtEpilogue::kNone;
+    case FusedActivation::Kind::kRelu: return bias ? cuda::LtEpilogue::kReluBias : cuda::LtEpilogue::kRelu;
+    case FusedActivation::Kind::kGeluTanh: return bias ? cuda::LtEpilogue::kGeluTanhBias : cuda::LtEpilogue::kGeluTanh;
+    default: return std::nullopt;
+  }
+}
+
+cuda::MatmulEpilogue own_epilogue(const FusedActivation& activation) {
+  using K = FusedActivation::Kind;
+  using A = cuda::MatmulActivation;
+  A kind = A::kNone;
+  switch (activation.kind) {
+    case K::kNone: kind = A::kNone; break;
+    case K::kRelu: kind = A::kRelu; break;
+    case K::kLeakyRelu: kind = A::kLeakyRelu; break;
+    case K::kClip: kind = A::kClip; break;
+    case K::kSigmoid: kind = A::kSigmoid; break;
+    case K::kTanh: kind = A::kTanh; break;
+    case K::kSilu: kind = A::kSilu; break;
+    case K::kGelu: kind = A::kGelu; break;
+    case K::kGeluTanh: kind = A::kGeluTanh; break;
+  }
+  return {.activation = kind, .alpha = activation.alpha, .beta = activation.beta};
+}
+
+// FusedMatMul: activation(A B + bias), A's batch folded into its rows. The
+// product, bias and activation are computed in f32 and rounded once, as the
+// CPU's oneDNN primitive does: in cuBLASLt's epilogue where it has the
+// activation, else by a kernel of our own reading the f32 product.
+class FusedMatMulCudaKernel final : public OpKernel {
+ public:
+  explicit FusedMatMulCudaKernel(const Node& node) : activation_(FusedActivation::from_node(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    const FusedMatmulShapes shapes = fused_matmul_shapes(ctx, a, b, bias);
+    const cuda::ElementType in_type = element_type(ctx, a);
+    const DType out_dtype = kernel_output_dtype(ctx, a.dtype());
+    const cuda::ElementType out_type = element_type(out_dtype);
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    cuda::require_on_device(ctx, a, "A");
+    cuda::require_on_device(ctx, b, "B");
+    if (bias != nullptr) cuda::require_on_device(ctx, *bias, "bias");
+    const int64_t m = shapes.m, n = shapes.n, k = shapes.k;
+    // The product overwrites every element unless K is 0 (then it is zeros, which the bias and activation start from).
+    Tensor& out = ctx.allocate_output(0, out_dtype, shapes.out_sizes,
+                                      k == 0 ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
+    if (m == 0 || n == 0) return;
+    const void* bias_data = bias != nullptr ? bias->raw_data() : nullptr;
+    const std::optional<cuda::LtEpilogue> epilogue = lt_epilogue_for(activation_, bias != nullptr, out_dtype == a.dtype());
+    if (k > 0 && epilogue.has_value() &&
+        matmul_.try_run(ctx, {.input = a.dtype(), .output = out_dtype, .m = m, .n = n, .k = k, .epilogue = *epilogue},
+                        {.a = a.raw_data(), .b = b.raw_data(), .d = out.raw_data(), .bias = bias_data})) {
+      return;
+    }
+    // Else (no such epilogue, or no algorithm with it) the product, then our kernel.
+    if (k == 0 && bias == nullptr && activation_.none()) return;  // zeros
+    // The f32 product our kernel reads: the output itself when it is f32,
+    // else a buffer of this kernel for the stream. Held from the product to
+    // the kernel reading it, so another thread's product on the same stream
+    // cannot be enqueued in between.
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    void* product = out.raw_data();
+    cuda::ElementType product_type = out_type;
+    if (k > 0) {
+      if (out_dtype != DType::kFloat32) {
+        lock.lock();
+        Tensor& buffer = wide_products_[stream];
+        if (!buffer.defined() || buffer.num_elements() < m * n) {
+          buffer = Tensor::uninitialized(DType::kFloat32, {m * n}, ctx.allocator());
+        }
+        product = buffer.raw_data();
+        product_type = cuda::ElementType::kFloat32;
+      }
+      matmul_.run(ctx, {.input = a.dtype(), .output = DType::kFloat32, .m = m, .n = n, .k = k},
+                  {.a = a.raw_data(), .b = b.raw_data(), .d = product});
+    }
+    cuda::launch_bias_activation(product_type, product, in_type, bias_data, out_type, out.raw_data(), m, n,
+                                 own_epilogue(activation_), stream);
+    cuda::check_launch(ctx, "bias_activation_kernel");
+  }
+
+ private:
+  FusedActivation activation_;
+  cuda::LtMatmul matmul_;
+  // The f32 products of a f16 or bf16 FusedMatMul whose activation is ours, by stream.
+  std::mutex mutex_;
+  std::map<cudaStream_t, Tensor> wide_products_;
 };
 
 }  // namespace
 
 void register_matmul_cuda_kernels(KernelRegistry& registry) {
-  registry.add("MatMul", DeviceType::kCuda, {DType::kFloat32}, [](const Node&) { return std::make_unique<MatMulCudaKernel>(); });
-  registry.add("Gemm", DeviceType::kCuda, {DType::kFloat32},
-               [](const Node& node) { return std::make_unique<GemmCudaKernel>(node); });
+  // What the CPU registers among the types these kernels compute.
+  const std::vector<DType> types = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  registry.add("MatMul", DeviceType::kCuda, types, [](const Node&) { return std::make_unique<MatMulCudaKernel>(); });
+  registry.add("Gemm", DeviceType::kCuda, types, [](const Node& node) { return std::make_unique<GemmCudaKernel>(node); });
+  registry.add("FusedMatMul", DeviceType::kCuda, types,
+               [](const Node& node) { return std::make_unique<FusedMatMulCudaKernel>(node); });
 }
 
 }  // namespace weir

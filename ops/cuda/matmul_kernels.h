@@ -1,7 +1,9 @@
 // CUDA kernels of MatMul (NumPy semantics: batched, broadcast batch axes,
-// 1-D operands promoted) and Gemm (alpha * op(A) * op(B) + beta * C, C
-// broadcast to the product) through cuBLAS, f32 only. Semantics are the CPU
-// kernels' (ops/linalg/matmul_kernels.h); cuBLAS runs in plain f32 (no TF32).
+// 1-D operands promoted), Gemm (alpha * op(A) * op(B) + beta * C, C
+// broadcast to the product; output_dtype f32 from f16/bf16) and FusedMatMul
+// (activation(A B + bias)) through cuBLASLt, in f32, f16 and bf16 with f32
+// arithmetic (no TF32). Semantics are the CPU kernels'
+// (ops/linalg/matmul_kernels.h).
 #pragma once
 
 #include "ops/kernel.h"

@@ -12,8 +12,7 @@ namespace weir {
 
 namespace {
 
-enum class Code { kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kRelu, kSigmoid, kTanh, kErf, kFloor, kCeil,
-                  kAdd, kSub, kMul, kDiv, kMax, kMin };
+using Code = FusedStepOp;
 
 struct OpInfo {
   const char* name;
@@ -29,13 +28,11 @@ constexpr OpInfo kOps[] = {
     {"Div", Code::kDiv, 2},   {"Max", Code::kMax, 2},         {"Min", Code::kMin, 2},
 };
 
-struct Instruction {
-  Code code;
-  int a = 0, b = 0;
-};
+using Instruction = FusedStep;
 
-// Parses and checks the program against `inputs` registers; throws naming the node.
-std::vector<Instruction> parse_program(const Node& node, size_t inputs) {
+}  // namespace
+
+std::vector<FusedStep> parse_fused_program(const Node& node, size_t inputs) {
   auto fail = [&](const std::string& message) -> void {
     throw Error(ErrorKind::kInvalidArgument, "FusedElementwise '" + node.name() + "': " + message).with_node(node.name());
   };
@@ -51,7 +48,7 @@ std::vector<Instruction> parse_program(const Node& node, size_t inputs) {
       if (name == op.name) info = &op;
     }
     if (info == nullptr) fail("unknown op '" + name + "' in \"" + line + "\"");
-    Instruction instruction{info->code};
+    Instruction instruction{info->code, 0, 0};
     int* args[2] = {&instruction.a, &instruction.b};
     for (int i = 0; i < info->arity; ++i) {
       long long r = -1;
@@ -68,6 +65,27 @@ std::vector<Instruction> parse_program(const Node& node, size_t inputs) {
   if (program.empty()) fail("has an empty program");
   return program;
 }
+
+std::vector<int64_t> fused_elementwise_output_sizes(const KernelContext& ctx) {
+  // The shape of the inputs that are not one element; input 0's when all are.
+  // (A one-element input 0 does not set the shape: (scalar - x) is fine.)
+  std::vector<int64_t> sizes = ctx.input(0).sizes();
+  bool shaped = false;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.dtype() != ctx.input(0).dtype()) ctx.fail("input " + std::to_string(i) + " is " + t.type_string() + "; inputs share one dtype");
+    if (t.num_elements() == 1) continue;
+    if (shaped && t.sizes() != sizes) {
+      ctx.fail("input " + std::to_string(i) + " is " + t.type_string() + "; every input has the output's shape " +
+               format_sizes(sizes) + " or one element");
+    }
+    sizes = t.sizes();
+    shaped = true;
+  }
+  return sizes;
+}
+
+namespace {
 
 // Each step with the same scalar function as the op's own kernel, so a
 // fused chain computes exactly what the ops did one by one.
@@ -100,23 +118,10 @@ void apply(Code code, const T* a, const T* b, T* out, int64_t n) {
 
 class FusedElementwiseKernel final : public OpKernel {
  public:
-  explicit FusedElementwiseKernel(const Node& node) : program_(parse_program(node, node.num_inputs())) {}
+  explicit FusedElementwiseKernel(const Node& node) : program_(parse_fused_program(node, node.num_inputs())) {}
 
   void compute(KernelContext& ctx) override {
-    const size_t inputs = ctx.num_inputs();
-    std::vector<int64_t> sizes;
-    for (size_t i = 0; i < inputs; ++i) {
-      const Tensor& t = ctx.input(i);
-      if (t.dtype() != ctx.input(0).dtype()) ctx.fail("input " + std::to_string(i) + " is " + t.type_string() + "; inputs share one dtype");
-      if (t.num_elements() != 1 || sizes.empty()) {
-        if (t.num_elements() != 1 && !sizes.empty() && t.sizes() != sizes) {
-          ctx.fail("input " + std::to_string(i) + " is " + t.type_string() + "; every input has the output's shape " +
-                   format_sizes(sizes) + " or one element");
-        }
-        if (t.num_elements() != 1 || sizes.empty()) sizes = t.sizes();
-      }
-    }
-    // All one-element inputs: the output takes the first input's shape.
+    const std::vector<int64_t> sizes = fused_elementwise_output_sizes(ctx);
     const DType dtype = ctx.input(0).dtype();
     Tensor& y = ctx.allocate_output(0, dtype, sizes, KernelContext::Fill::kUninitialized);
     if (dtype == DType::kFloat32) {
@@ -159,7 +164,7 @@ class FusedElementwiseKernel final : public OpKernel {
           const Instruction& step = program_[k];
           // The last step writes the output directly (in place over input 0 is fine: elementwise).
           T* dst = k + 1 == program_.size() ? out + start : storage.data() + (inputs + k) * kBlock;
-          apply<T>(step.code, reg[static_cast<size_t>(step.a)], reg[static_cast<size_t>(step.b)], dst, n);
+          apply<T>(step.op, reg[static_cast<size_t>(step.a)], reg[static_cast<size_t>(step.b)], dst, n);
           reg[inputs + k] = dst;
         }
       }
@@ -195,7 +200,7 @@ void register_fused_elementwise_schema(OpRegistry& registry) {
       .required_attr("program", AttrType::kStrings)
       .traits(OpTrait::kElementwise | OpTrait::kInplaceable)
       .infer([](InferenceContext& ctx) {
-        parse_program(ctx.node(), ctx.num_inputs());
+        parse_fused_program(ctx.node(), ctx.num_inputs());
         // The output has the shape of the inputs that are not one element
         // (all of them agree), else input 0's.
         const TensorType* shaped = ctx.input_type(0);

@@ -25,6 +25,22 @@ const std::vector<std::string>& fusable_elementwise_ops();
 // How many inputs op `name` takes (1 or 2); 0 for one it does not know.
 int fusable_elementwise_arity(const std::string& name);
 
+// A parsed program: each step's op and the registers it reads (b only for
+// binary ops). Other devices' kernels run the same programs.
+enum class FusedStepOp { kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kRelu, kSigmoid, kTanh, kErf, kFloor, kCeil,
+                         kAdd, kSub, kMul, kDiv, kMax, kMin };
+struct FusedStep {
+  FusedStepOp op;
+  int a = 0, b = 0;
+};
+// Parses and checks node's program over `inputs` input registers; throws
+// naming the node.
+std::vector<FusedStep> parse_fused_program(const Node& node, size_t inputs);
+// The output sizes of a FusedElementwise kernel's inputs: the shape of those
+// that are not one element (all must agree), else input 0's. Fails naming
+// the node when the inputs' dtypes or shapes do not fit.
+std::vector<int64_t> fused_elementwise_output_sizes(const KernelContext& ctx);
+
 void register_fused_elementwise_schema(OpRegistry& registry);
 void register_fused_elementwise_cpu_kernel(KernelRegistry& registry);
 

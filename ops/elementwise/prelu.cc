@@ -39,14 +39,6 @@ void infer_prelu(InferenceContext& ctx) {
   infer_same_as_input(ctx);
 }
 
-// Fails unless slope has X's dtype and its shape broadcasts to X's.
-void check_slope(const KernelContext& ctx, const Tensor& x, const Tensor& slope) {
-  auto broadcast = broadcast_sizes(x.sizes(), slope.sizes());
-  if (slope.dtype() != x.dtype() || !broadcast || *broadcast != x.sizes()) {
-    ctx.fail("slope " + slope.type_string() + " does not broadcast unidirectionally to X " + x.type_string());
-  }
-}
-
 // Calls fn(out_offset, slope_offset, slope_stride, count) over runs of X's
 // elements, split across threads.
 template <typename Fn>
@@ -65,7 +57,7 @@ class PReluKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& slope = ctx.input(1);
-    check_slope(ctx, x, slope);
+    check_prelu_slope(ctx, x, slope);
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
@@ -102,7 +94,7 @@ class PReluGradKernel final : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& slope = ctx.input(2);
-    check_slope(ctx, x, slope);
+    check_prelu_slope(ctx, x, slope);
     if (dy.sizes() != x.sizes() || dy.dtype() != x.dtype()) {
       ctx.fail("dY " + dy.type_string() + " does not match X " + x.type_string());
     }
@@ -131,6 +123,13 @@ class PReluGradKernel final : public OpKernel {
 };
 
 }  // namespace
+
+void check_prelu_slope(const KernelContext& ctx, const Tensor& x, const Tensor& slope) {
+  auto broadcast = broadcast_sizes(x.sizes(), slope.sizes());
+  if (slope.dtype() != x.dtype() || !broadcast || *broadcast != x.sizes()) {
+    ctx.fail("slope " + slope.type_string() + " does not broadcast unidirectionally to X " + x.type_string());
+  }
+}
 
 void register_prelu_schema(OpRegistry& registry) {
   OpSchema prelu("PRelu");

@@ -19,6 +19,9 @@
 namespace weir {
 
 void register_prelu_schema(OpRegistry& registry);
+// Fails naming the node unless slope has X's dtype and its shape broadcasts
+// to X's: every device's PRelu kernels check their inputs with it.
+void check_prelu_slope(const KernelContext& ctx, const Tensor& x, const Tensor& slope);
 void register_prelu_cpu_kernel(KernelRegistry& registry);
 
 }  // namespace weir

@@ -165,20 +165,10 @@ class FusedMatMulKernel final : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (a.rank() < 2 || b.rank() != 2 || a.dtype() != b.dtype() || (bias != nullptr && bias->dtype() != a.dtype())) {
-      ctx.fail("needs A [..., M, K] and B [K, N] of one dtype, got " + a.type_string() + " and " + b.type_string());
-    }
-    MatmulProblem p{.dtype = a.dtype(), .m = sizes_product(a.sizes()) / std::max<int64_t>(a.sizes().back(), 1),
-                    .k = a.sizes().back(), .n = b.sizes()[1]};
-    if (a.sizes().back() == 0) p.m = sizes_product(std::vector<int64_t>(a.sizes().begin(), a.sizes().end() - 1));
-    if (b.sizes()[0] != p.k) ctx.fail("inner dimensions differ: " + a.type_string() + " x " + b.type_string());
-    if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != p.n)) {
-      ctx.fail("bias " + bias->type_string() + " must be [" + std::to_string(p.n) + "]");
-    }
-    std::vector<int64_t> out_sizes = a.sizes();
-    out_sizes.back() = p.n;
+    const FusedMatmulShapes shapes = fused_matmul_shapes(ctx, a, b, bias);
+    MatmulProblem p{.dtype = a.dtype(), .m = shapes.m, .k = shapes.k, .n = shapes.n};
     const DType out_dtype = kernel_output_dtype(ctx, a.dtype());
-    Tensor& out = ctx.allocate_output(0, out_dtype, out_sizes, KernelContext::Fill::kZeros);
+    Tensor& out = ctx.allocate_output(0, out_dtype, shapes.out_sizes, KernelContext::Fill::kZeros);
     if (p.m == 0 || p.n == 0) return;
     if (out_dtype != a.dtype()) {
       // A wide output (f32 from bf16/f16): oneDNN sums in f32 and writes it unrounded.

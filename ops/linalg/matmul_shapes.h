@@ -1,9 +1,10 @@
 // MatMul's shapes with NumPy's rules: 1-D operands promoted to matrices,
-// the inner sizes checked, the batch axes broadcast. One reading for every
-// device's MatMul kernel.
+// the inner sizes checked, the batch axes broadcast; and FusedMatMul's. One
+// reading for every device's MatMul and FusedMatMul kernels.
 //
 //   MatmulShapes s = matmul_shapes(ctx, ctx.input(0), ctx.input(1));
 //   Tensor& out = ctx.allocate_output(0, dtype, s.out_sizes);   // s.m x s.k times s.k x s.n per batch item
+//   FusedMatmulShapes f = fused_matmul_shapes(ctx, a, b, bias);  // nullptr: no bias
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,29 @@ inline MatmulShapes matmul_shapes_of_any_dtypes(const KernelContext& ctx, const 
 inline MatmulShapes matmul_shapes(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
   return matmul_shapes_of_any_dtypes(ctx, a, b);
+}
+
+// FusedMatMul's shapes: A [..., M, K] with its batch folded into the rows,
+// B [K, N], an optional bias [N], all of one dtype; the output is A's shape
+// with N last. Fails naming the node otherwise.
+struct FusedMatmulShapes {
+  int64_t m = 0, k = 0, n = 0;  // m: the product of A's sizes but the last
+  std::vector<int64_t> out_sizes{};
+};
+
+inline FusedMatmulShapes fused_matmul_shapes(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor* bias) {
+  if (a.rank() < 2 || b.rank() != 2 || a.dtype() != b.dtype() || (bias != nullptr && bias->dtype() != a.dtype())) {
+    ctx.fail("needs A [..., M, K] and B [K, N] of one dtype, got " + a.type_string() + " and " + b.type_string());
+  }
+  FusedMatmulShapes s{.m = sizes_product(std::vector<int64_t>(a.sizes().begin(), a.sizes().end() - 1)),
+                      .k = a.sizes().back(), .n = b.sizes()[1]};
+  if (b.sizes()[0] != s.k) ctx.fail("inner dimensions differ: " + a.type_string() + " x " + b.type_string());
+  if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != s.n)) {
+    ctx.fail("bias " + bias->type_string() + " must be [" + std::to_string(s.n) + "]");
+  }
+  s.out_sizes = a.sizes();
+  s.out_sizes.back() = s.n;
+  return s;
 }
 
 }  // namespace weir

@@ -300,5 +300,23 @@ TEST(GraphEvaluator, ChecksFeedsAgainstDeclaredInputs) {
   EXPECT_EQ(evaluate_graph(g, {{"x", Tensor(DType::kFloat32, {5, 3})}})[0].sizes(), (std::vector<int64_t>{5, 3}));
 }
 
+// A one-element input first does not fix the output's shape: the inputs
+// that are not one element do (the kernel once took input 0's shape and
+// refused the rest).
+TEST(FusedElementwiseKernel, AOneElementFirstInputTakesTheOtherInputsShape) {
+  Tensor s = make_tensor(DType::kFloat32, {0.75}, {1});
+  Tensor x = make_tensor(DType::kFloat32, random_values(DType::kFloat32, 12, 5), {3, 4});
+  Tensor y = run_op("FusedElementwise", {s, x}, {{"program", Attribute(std::vector<std::string>{"Sub 1 0", "Mul 2 0"})}})[0];
+  ASSERT_EQ(y.sizes(), (std::vector<int64_t>{3, 4}));
+  const std::vector<double> in = to_doubles(x), out = to_doubles(y);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], static_cast<double>((static_cast<float>(in[i]) - 0.75f) * 0.75f)) << i;
+  // Shapes that differ among the other inputs are still refused.
+  std::string message = testing::error_of([&] {
+    run_op("FusedElementwise", {s, x, make_tensor(DType::kFloat32, random_values(DType::kFloat32, 4, 6), {4})},
+           {{"program", Attribute(std::vector<std::string>{"Add 1 2"})}});
+  });
+  EXPECT_NE(message.find("every input has the output's shape [3,4] or one element"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace weir

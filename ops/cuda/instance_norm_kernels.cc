@@ -1,0 +1,122 @@
+#include "ops/cuda/instance_norm_kernels.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/element_types.h"
+#include "ops/cuda/instance_norm_device.h"
+#include "ops/cuda/kernel_scratch.h"
+#include "ops/node_attributes.h"
+
+namespace weir {
+
+namespace {
+
+// X [N, C, spatial...] as N * C planes of `len` elements.
+struct Planes {
+  int64_t planes = 0, channels = 0, len = 0;
+};
+
+Planes planes_of(const KernelContext& ctx, const std::vector<int64_t>& sizes) {
+  if (sizes.size() < 3) ctx.fail("input has shape " + format_sizes(sizes) + "; expected [N, C, ...]");
+  int64_t total = 1;
+  for (int64_t size : sizes) total *= size;
+  const int64_t n = sizes[0], c = sizes[1];
+  return {n * c, c, n * c == 0 ? 0 : total / (n * c)};
+}
+
+// scale and B hold one value per channel, in X's dtype.
+void check_param(const KernelContext& ctx, const Planes& p, size_t index, const char* name) {
+  const Tensor& t = ctx.input(index);
+  if (t.num_elements() != p.channels || t.rank() != 1) {
+    ctx.fail(std::string(name) + " has shape " + format_sizes(t.sizes()) + "; expected " + std::to_string(p.channels) +
+             " values, one per channel");
+  }
+  if (t.dtype() != ctx.input(0).dtype()) {
+    ctx.fail(std::string(name) + " is " + std::string(dtype_name(t.dtype())) + "; expected " +
+             std::string(dtype_name(ctx.input(0).dtype())));
+  }
+  cuda::require_on_device(ctx, t, name);
+}
+
+float epsilon_of(const Node& node) { return static_cast<float>(float_attr(node, "epsilon", 1e-5)); }
+
+class InstanceNormCudaKernel final : public OpKernel {
+ public:
+  explicit InstanceNormCudaKernel(const Node& node) : epsilon_(epsilon_of(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const cuda::ElementType type = cuda::element_type(ctx, x.dtype());
+    const Planes p = planes_of(ctx, x.sizes());
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    cuda::require_on_device(ctx, x, "input");
+    check_param(ctx, p, 1, "scale");
+    const bool has_bias = ctx.has_input(2);
+    if (has_bias) check_param(ctx, p, 2, "B");
+    Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    if (y.num_elements() == 0) return;
+    cuda::launch_instance_norm(type, x.raw_data(), ctx.input(1).raw_data(), has_bias ? ctx.input(2).raw_data() : nullptr,
+                               y.raw_data(), p.planes, p.channels, p.len, epsilon_, stream);
+    cuda::check_launch(ctx, "instance_norm_planes");
+  }
+
+ private:
+  float epsilon_;
+};
+
+// (dY, X, scale) -> (dX, dScale, dB), the statistics recomputed from X.
+class InstanceNormGradCudaKernel final : public OpKernel {
+ public:
+  explicit InstanceNormGradCudaKernel(const Node& node) : epsilon_(epsilon_of(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& scale = ctx.input(2);
+    if (dy.sizes() != x.sizes()) {
+      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + " but X has " + format_sizes(x.sizes()));
+    }
+    const cuda::ElementType type = cuda::element_type(ctx, x.dtype());
+    const Planes p = planes_of(ctx, x.sizes());
+    if (scale.num_elements() != p.channels) {
+      ctx.fail("scale has " + std::to_string(scale.num_elements()) + " values; expected " + std::to_string(p.channels));
+    }
+    if (dy.dtype() != x.dtype() || scale.dtype() != x.dtype()) {
+      ctx.fail("dY " + dy.type_string() + " and scale " + scale.type_string() + " must have X's dtype " +
+               std::string(dtype_name(x.dtype())));
+    }
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    cuda::require_on_device(ctx, dy, "dY");
+    cuda::require_on_device(ctx, x, "X");
+    cuda::require_on_device(ctx, scale, "scale");
+    Tensor& dx = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    Tensor& dscale = ctx.allocate_output(1, scale.dtype(), scale.sizes(), KernelContext::Fill::kUninitialized);
+    Tensor& dbias = ctx.allocate_output(2, scale.dtype(), scale.sizes(), KernelContext::Fill::kUninitialized);
+    if (p.channels == 0) return;  // then every output is empty
+    void* workspace = scratch_.reserve(ctx, {cuda::instance_norm_grad_workspace_bytes(p.planes)})[0];
+    cuda::launch_instance_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), dx.raw_data(),
+                                    dscale.raw_data(), dbias.raw_data(), p.planes, p.channels, p.len, epsilon_,
+                                    workspace, stream);
+    cuda::check_launch(ctx, "instance_norm_grad");
+  }
+
+ private:
+  float epsilon_;
+  // Per-plane sums for the per-channel gradients.
+  cuda::KernelScratch scratch_;
+};
+
+}  // namespace
+
+void register_instance_norm_cuda_kernels(KernelRegistry& registry) {
+  registry.add("InstanceNormalization", DeviceType::kCuda, cuda::kFloatTypes,
+               [](const Node& node) { return std::make_unique<InstanceNormCudaKernel>(node); });
+  registry.add("InstanceNormGrad", DeviceType::kCuda, cuda::kFloatTypes,
+               [](const Node& node) { return std::make_unique<InstanceNormGradCudaKernel>(node); });
+}
+
+}  // namespace weir

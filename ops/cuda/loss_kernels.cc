@@ -1,0 +1,220 @@
+#include "ops/cuda/loss_kernels.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/cuda/broadcast_indexing.h"
+#include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/loss_device.h"
+#include "ops/elementwise/broadcast.h"
+
+namespace weir {
+
+namespace {
+
+using cuda::LossReduction;
+
+LossReduction reduction_of(const Node& node) {
+  std::string name = node.has_attr("reduction") ? node.attr("reduction").s() : "mean";
+  if (name == "none") return LossReduction::kNone;
+  if (name == "sum") return LossReduction::kSum;
+  return LossReduction::kMean;  // the schema has already rejected anything else
+}
+
+cuda::ElementType element_type(const KernelContext& ctx, const Tensor& tensor) {
+  switch (tensor.dtype()) {
+    case DType::kFloat32: return cuda::ElementType::kFloat32;
+    case DType::kFloat16: return cuda::ElementType::kFloat16;
+    case DType::kBFloat16: return cuda::ElementType::kBFloat16;
+    default: ctx.fail("the CUDA kernel takes f32, f16 or bf16, got " + tensor.type_string());
+  }
+}
+
+double* workspace_of(KernelContext& ctx, Tensor& workspace, size_t doubles) {
+  if (!workspace.defined() || static_cast<size_t>(workspace.num_elements()) < doubles) {
+    workspace = Tensor::uninitialized(DType::kFloat64, {static_cast<int64_t>(doubles)}, ctx.allocator());
+  }
+  return workspace.data<double>();
+}
+
+// The CPU kernel's read_batch: scores (or the reference) [N, C, ...],
+// labels [N, ...] of i32/i64, weights [C] of the scores' type; every check
+// and message the same.
+cuda::ClassLossProblem read_problem(const KernelContext& ctx, const Tensor& scores, const Tensor& labels,
+                                    size_t weights_input, LossReduction reduction) {
+  const std::vector<int64_t>& sizes = scores.sizes();
+  if (sizes.size() < 2) ctx.fail("scores must be [N, C, ...], got " + scores.type_string());
+  std::vector<int64_t> expected = sizes;
+  expected.erase(expected.begin() + 1);
+  if (labels.sizes() != expected || (labels.dtype() != DType::kInt32 && labels.dtype() != DType::kInt64)) {
+    ctx.fail("labels " + labels.type_string() + " must be i32/i64 of scores " + scores.type_string() +
+             " without its class axis");
+  }
+  cuda::ClassLossProblem problem;
+  problem.type = element_type(ctx, scores);
+  problem.scores = scores.raw_data();
+  problem.labels = labels.raw_data();
+  problem.labels_int64 = labels.dtype() == DType::kInt64;
+  problem.n = sizes[0];
+  problem.c = sizes[1];
+  for (size_t i = 2; i < sizes.size(); ++i) problem.inner *= sizes[i];
+  cuda::require_on_device(ctx, scores, "scores");
+  cuda::require_on_device(ctx, labels, "labels");
+  if (ctx.has_input(weights_input)) {
+    const Tensor& weights = ctx.input(weights_input);
+    if (weights.sizes() != std::vector<int64_t>{problem.c} || weights.dtype() != scores.dtype()) {
+      ctx.fail("weights " + weights.type_string() + " must be [C] = [" + std::to_string(problem.c) + "] of " +
+               std::string(dtype_name(scores.dtype())));
+    }
+    cuda::require_on_device(ctx, weights, "weights");
+    problem.weights = weights.raw_data();
+  }
+  if (ctx.node().has_attr("ignore_index")) {
+    problem.has_ignore_index = true;
+    problem.ignore_index = ctx.node().attr("ignore_index").i();
+  }
+  problem.reduction = reduction;
+  return problem;
+}
+
+// The first position with a label outside [0, C), as the launch recorded it
+// in `bad_label` on the device: the CPU kernel's error.
+void check_labels(const KernelContext& ctx, const Tensor& bad_label, int64_t classes) {
+  const Tensor host = cuda::host_copy(ctx, bad_label, "the label check");
+  const int64_t position = host.data<int64_t>()[0];
+  if (position == std::numeric_limits<int64_t>::max()) return;
+  ctx.fail("label " + std::to_string(host.data<int64_t>()[1]) + " at position " + std::to_string(position) +
+           " is outside [0, " + std::to_string(classes) + ")");
+}
+
+// Two i64 on the device for the label check, kept across runs.
+int64_t* bad_label_of(KernelContext& ctx, Tensor& bad_label) {
+  if (!bad_label.defined()) bad_label = Tensor::uninitialized(DType::kInt64, {2}, ctx.allocator());
+  return bad_label.data<int64_t>();
+}
+
+template <bool kSoftmax>
+class ClassLossCudaKernel final : public OpKernel {
+ public:
+  explicit ClassLossCudaKernel(const Node& node) : reduction_(reduction_of(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& scores = ctx.input(0);
+    const Tensor& labels = ctx.input(1);
+    cuda::ClassLossProblem problem = read_problem(ctx, scores, labels, 2, reduction_);
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    Tensor& loss = ctx.allocate_output(0, scores.dtype(), reduction_ == LossReduction::kNone ? labels.sizes() : std::vector<int64_t>{},
+                                       KernelContext::Fill::kUninitialized);
+    void* log_prob = nullptr;
+    if (kSoftmax && ctx.num_outputs() > 1) {
+      log_prob = ctx.allocate_output(1, scores.dtype(), scores.sizes(), KernelContext::Fill::kUninitialized).raw_data();
+    }
+    double* workspace = workspace_of(ctx, workspace_, cuda::class_loss_workspace_doubles(problem));
+    cuda::launch_class_loss(kSoftmax, problem, loss.raw_data(), log_prob, workspace, bad_label_of(ctx, bad_label_), stream);
+    cuda::check_launch(ctx, kSoftmax ? "softmax_cross_entropy_loss" : "negative_log_likelihood_loss");
+    check_labels(ctx, bad_label_, problem.c);
+  }
+
+ private:
+  LossReduction reduction_;
+  Tensor workspace_, bad_label_;
+};
+
+// Inputs (dY, reference, labels[, weights]), as the CPU's ClassLossGradKernel.
+template <bool kSoftmax>
+class ClassLossGradCudaKernel final : public OpKernel {
+ public:
+  explicit ClassLossGradCudaKernel(const Node& node) : reduction_(reduction_of(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& reference = ctx.input(1);
+    cuda::ClassLossProblem problem = read_problem(ctx, reference, ctx.input(2), 3, reduction_);
+    const int64_t positions = problem.n * problem.inner;
+    const int64_t expected = reduction_ == LossReduction::kNone ? positions : 1;
+    if (dy.num_elements() != expected) {
+      ctx.fail("dY has " + std::to_string(dy.num_elements()) + " elements, expected " + std::to_string(expected));
+    }
+    if (dy.dtype() != reference.dtype()) ctx.fail("dY " + dy.type_string() + " must have the type of the reference " + reference.type_string());
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    cuda::require_on_device(ctx, dy, "dY");
+    Tensor& dx = ctx.allocate_output(0, reference.dtype(), reference.sizes(), KernelContext::Fill::kUninitialized);
+    double* workspace = workspace_of(ctx, workspace_, 1);
+    cuda::launch_class_loss_grad(kSoftmax, problem, dy.raw_data(), dx.raw_data(), workspace, bad_label_of(ctx, bad_label_), stream);
+    cuda::check_launch(ctx, kSoftmax ? "softmax_cross_entropy_loss_grad" : "negative_log_likelihood_loss_grad");
+    check_labels(ctx, bad_label_, problem.c);
+  }
+
+ private:
+  LossReduction reduction_;
+  Tensor workspace_, bad_label_;
+};
+
+// MeanSquaredError (kGrad false) and its backward op (kGrad true).
+template <bool kGrad>
+class MeanSquaredErrorCudaKernel final : public OpKernel {
+ public:
+  explicit MeanSquaredErrorCudaKernel(const Node& node) : reduction_(reduction_of(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& prediction = ctx.input(kGrad ? 1 : 0);
+    const Tensor& target = ctx.input(kGrad ? 2 : 1);
+    auto broadcast = broadcast_sizes(prediction.sizes(), target.sizes());
+    if (!broadcast || *broadcast != prediction.sizes() || target.dtype() != prediction.dtype()) {
+      ctx.fail("target " + target.type_string() + " must broadcast to prediction " + prediction.type_string());
+    }
+    const cuda::ElementType type = element_type(ctx, prediction);
+    const int64_t count = prediction.num_elements();
+    std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(prediction.sizes(), prediction.sizes(), target.sizes());
+    if (!indexing) ctx.fail("broadcasting target " + target.type_string() + " needs more axes than the GPU kernel takes");
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    cuda::require_on_device(ctx, prediction, "prediction");
+    cuda::require_on_device(ctx, target, "target");
+    if constexpr (kGrad) {
+      const Tensor& dy = ctx.input(0);
+      const int64_t expected = reduction_ == LossReduction::kNone ? count : 1;
+      if (dy.num_elements() != expected) {
+        ctx.fail("dY has " + std::to_string(dy.num_elements()) + " elements, expected " + std::to_string(expected));
+      }
+      if (dy.dtype() != prediction.dtype()) ctx.fail("dY " + dy.type_string() + " must have the type of the prediction " + prediction.type_string());
+      cuda::require_on_device(ctx, dy, "dY");
+      Tensor& dx = ctx.allocate_output(0, prediction.dtype(), prediction.sizes(), KernelContext::Fill::kUninitialized);
+      cuda::launch_mean_squared_error_grad(type, dy.raw_data(), prediction.raw_data(), target.raw_data(), *indexing, count,
+                                           reduction_, dx.raw_data(), stream);
+      cuda::check_launch(ctx, "mean_squared_error_grad");
+    } else {
+      Tensor& loss = ctx.allocate_output(0, prediction.dtype(),
+                                         reduction_ == LossReduction::kNone ? prediction.sizes() : std::vector<int64_t>{},
+                                         KernelContext::Fill::kUninitialized);
+      double* workspace = workspace_of(ctx, workspace_, cuda::mean_squared_error_workspace_doubles(count));
+      cuda::launch_mean_squared_error(type, prediction.raw_data(), target.raw_data(), *indexing, count, reduction_,
+                                      loss.raw_data(), workspace, stream);
+      cuda::check_launch(ctx, "mean_squared_error");
+    }
+  }
+
+ private:
+  LossReduction reduction_;
+  Tensor workspace_;
+};
+
+template <typename Kernel>
+KernelFactory factory() {
+  return [](const Node& node) { return std::make_unique<Kernel>(node); };
+}
+
+}  // namespace
+
+void register_loss_cuda_kernels(KernelRegistry& registry) {
+  const std::vector<DType> types = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  registry.add("SoftmaxCrossEntropyLoss", DeviceType::kCuda, types, factory<ClassLossCudaKernel<true>>());
+  registry.add("NegativeLogLikelihoodLoss", DeviceType::kCuda, types, factory<ClassLossCudaKernel<false>>());
+  registry.add("SoftmaxCrossEntropyLossGrad", DeviceType::kCuda, types, factory<ClassLossGradCudaKernel<true>>());
+  registry.add("NegativeLogLikelihoodLossGrad", DeviceType::kCuda, types, factory<ClassLossGradCudaKernel<false>>());
+  registry.add("MeanSquaredError", DeviceType::kCuda, types, factory<MeanSquaredErrorCudaKernel<false>>());
+  registry.add("MeanSquaredErrorGrad", DeviceType::kCuda, types, factory<MeanSquaredErrorCudaKernel<true>>());
+}
+
+}  // namespace weir

@@ -1,0 +1,203 @@
+#include "ops/cuda/optimizer_kernels.h"
+
+#include <string>
+#include <vector>
+
+#include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/optimizer_device.h"
+#include "ops/node_attributes.h"
+
+namespace weir {
+
+namespace {
+
+using cuda::UpdateRule;
+
+// A device scalar input (lr, step): its pointer and element type; fails
+// as scalar_input() does when it is not one numeric element.
+cuda::DeviceScalar device_scalar(const KernelContext& ctx, size_t index, const char* name) {
+  const Tensor& t = ctx.input(index);
+  if (t.num_elements() != 1) ctx.fail(std::string(name) + " must be a scalar, got " + t.type_string());
+  cuda::require_on_device(ctx, t, name);
+  cuda::DeviceScalar scalar{t.raw_data(), cuda::ScalarType::kFloat32};
+  switch (t.dtype()) {
+    case DType::kFloat32: break;
+    case DType::kFloat64: scalar.type = cuda::ScalarType::kFloat64; break;
+    case DType::kFloat16: scalar.type = cuda::ScalarType::kFloat16; break;
+    case DType::kBFloat16: scalar.type = cuda::ScalarType::kBFloat16; break;
+    case DType::kInt32: scalar.type = cuda::ScalarType::kInt32; break;
+    case DType::kInt64: scalar.type = cuda::ScalarType::kInt64; break;
+    default: ctx.fail(std::string(name) + " must be numeric, got " + t.type_string());
+  }
+  return scalar;
+}
+
+// f64 scratch memory of a kernel, kept across runs (the device may still be
+// reading it when compute() returns) and grown when too small.
+double* workspace_of(KernelContext& ctx, Tensor& workspace, size_t doubles) {
+  if (doubles == 0) return nullptr;
+  if (!workspace.defined() || static_cast<size_t>(workspace.num_elements()) < doubles) {
+    workspace = Tensor::uninitialized(DType::kFloat64, {static_cast<int64_t>(doubles)}, ctx.allocator());
+  }
+  return workspace.data<double>();
+}
+
+cuda::ElementType element_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return cuda::ElementType::kFloat16;
+    case DType::kBFloat16: return cuda::ElementType::kBFloat16;
+    default: return cuda::ElementType::kFloat32;
+  }
+}
+
+class UpdateCudaKernel final : public OpKernel {
+ public:
+  UpdateCudaKernel(const Node& node, UpdateRule rule) : rule_(rule) {
+    hyper_.weight_decay = float_attr(node, "weight_decay", 0.0);
+    hyper_.momentum = float_attr(node, "momentum", 0.9);
+    hyper_.nesterov = node.has_attr("nesterov") && node.attr("nesterov").i() != 0;
+    hyper_.beta1 = float_attr(node, "beta1", 0.9);
+    hyper_.beta2 = float_attr(node, "beta2", 0.999);
+    hyper_.epsilon = float_attr(node, "epsilon", rule == UpdateRule::kLamb || rule == UpdateRule::kAdagrad ? 1e-6 : 1e-8);
+  }
+
+  void compute(KernelContext& ctx) override {
+    const size_t num_state = rule_ == UpdateRule::kSgd ? 0
+                             : (rule_ == UpdateRule::kMomentum || rule_ == UpdateRule::kAdagrad ? 1 : 2);
+    const Tensor& param = ctx.input(0);
+    if (param.dtype() != DType::kFloat32) ctx.fail("the CUDA kernel takes f32 parameters, got " + param.type_string());
+    for (size_t i = 1; i < 2 + num_state; ++i) {
+      const Tensor& other = ctx.input(i);
+      if (other.dtype() != param.dtype() || other.sizes() != param.sizes()) {
+        ctx.fail("input " + std::to_string(i) + " is " + other.type_string() + "; the parameter is " + param.type_string());
+      }
+    }
+    // The update reads and writes these element by element as separate buffers.
+    for (size_t i = 0; i < 2 + num_state; ++i) {
+      for (size_t j = i + 1; j < 2 + num_state; ++j) {
+        const char* a = static_cast<const char*>(ctx.input(i).raw_data());
+        const char* b = static_cast<const char*>(ctx.input(j).raw_data());
+        if (a < b + ctx.input(j).nbytes() && b < a + ctx.input(i).nbytes()) {
+          ctx.fail("inputs " + std::to_string(i) + " and " + std::to_string(j) + " share memory; the parameter, its "
+                   "gradient and its state must be distinct tensors");
+        }
+      }
+    }
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    for (size_t i = 0; i < 2 + num_state; ++i) cuda::require_on_device(ctx, ctx.input(i), ("input " + std::to_string(i)).c_str());
+    const size_t skip_index = 3 + num_state + (num_state == 2 ? 1 : 0);
+    const bool* skip = nullptr;
+    if (ctx.num_inputs() > skip_index && ctx.has_input(skip_index)) {
+      const Tensor& flag = ctx.input(skip_index);
+      if (flag.dtype() != DType::kBool || flag.num_elements() != 1) ctx.fail("skip must be a bool scalar, got " + flag.type_string());
+      cuda::require_on_device(ctx, flag, "skip");
+      skip = flag.data<bool>();
+    }
+    const cuda::DeviceScalar lr = device_scalar(ctx, 2 + num_state, "lr");
+    const cuda::DeviceScalar step = num_state == 2 ? device_scalar(ctx, 5, "step") : cuda::DeviceScalar{};
+
+    cuda::ParameterRefs refs;
+    refs.param = param.data<float>();
+    refs.grad = ctx.input(1).data<float>();
+    refs.state0 = num_state > 0 ? ctx.input(2).data<float>() : nullptr;
+    refs.state1 = num_state > 1 ? ctx.input(3).data<float>() : nullptr;
+    refs.count = param.num_elements();
+    if (refs.count > 0) {
+      double* workspace = workspace_of(ctx, workspace_, cuda::update_workspace_doubles(rule_, &refs, 1));
+      cuda::launch_update(rule_, hyper_, &refs, 1, lr, step, skip, workspace, stream);
+      cuda::check_launch(ctx, "optimizer update");
+    }
+    // Outputs alias the updated inputs.
+    ctx.set_output(0, param);
+    for (size_t i = 0; i < num_state && i + 1 < ctx.num_outputs(); ++i) ctx.set_output(1 + i, ctx.input(2 + i));
+  }
+
+ private:
+  UpdateRule rule_;
+  cuda::UpdateHyperparameters hyper_;
+  Tensor workspace_;
+};
+
+class ClipByGlobalNormCudaKernel final : public OpKernel {
+ public:
+  explicit ClipByGlobalNormCudaKernel(const Node& node) : max_norm_(node.attr("max_norm").f()) {}
+
+  void compute(KernelContext& ctx) override {
+    if (ctx.num_outputs() != ctx.num_inputs() + 1) ctx.fail("needs one output per gradient plus the norm");
+    const DType dtype = ctx.input(0).dtype();
+    if (dtype != DType::kFloat32 && dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
+      ctx.fail("gradient 0 is " + ctx.input(0).type_string() + "; the CUDA kernel takes f32, f16 or bf16");
+    }
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    std::vector<const void*> grads;
+    std::vector<void*> outs;
+    std::vector<int64_t> counts;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor& grad = ctx.input(i);
+      if (grad.dtype() != dtype) {
+        ctx.fail("gradient " + std::to_string(i) + " is " + grad.type_string() + "; gradient 0 is " + ctx.input(0).type_string());
+      }
+      cuda::require_on_device(ctx, grad, ("gradient " + std::to_string(i)).c_str());
+      Tensor& out = ctx.allocate_output(i, dtype, grad.sizes(), KernelContext::Fill::kUninitialized);
+      grads.push_back(grad.raw_data());
+      outs.push_back(out.raw_data());
+      counts.push_back(grad.num_elements());
+    }
+    // The norm has the gradients' type (the schema's outputs share T).
+    Tensor& norm = ctx.allocate_output(ctx.num_inputs(), dtype, {}, KernelContext::Fill::kUninitialized);
+    const int num = static_cast<int>(counts.size());
+    double* workspace = workspace_of(ctx, workspace_, cuda::clip_workspace_doubles(counts.data(), num));
+    cuda::launch_clip_by_global_norm(element_type(dtype), grads.data(), outs.data(), counts.data(), num, max_norm_,
+                                     norm.raw_data(), workspace, stream);
+    cuda::check_launch(ctx, "clip_by_global_norm");
+  }
+
+ private:
+  double max_norm_;
+  Tensor workspace_;
+};
+
+// Assign(target, value): target's memory gets value's bytes, in stream order.
+class AssignCudaKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    const Tensor& target = ctx.input(0);
+    const Tensor& value = ctx.input(1);
+    if (target.dtype() != value.dtype() || target.sizes() != value.sizes()) {
+      ctx.fail("value " + value.type_string() + " does not match the target " + target.type_string());
+    }
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    cuda::require_on_device(ctx, target, "target");
+    cuda::require_on_device(ctx, value, "value");
+    if (target.raw_data() != value.raw_data() && value.nbytes() > 0) {
+      cudaError_t status = cudaMemcpyAsync(target.raw_data(), value.raw_data(), value.nbytes(), cudaMemcpyDeviceToDevice, stream);
+      if (status != cudaSuccess) {
+        cudaGetLastError();
+        ctx.fail(std::string("copying the value into the target failed: ") + cudaGetErrorName(status) + ": " +
+                 cudaGetErrorString(status));
+      }
+    }
+    ctx.set_output(0, target);
+  }
+};
+
+}  // namespace
+
+void register_optimizer_cuda_kernels(KernelRegistry& registry) {
+  auto add = [&](const char* op, UpdateRule rule) {
+    registry.add(op, DeviceType::kCuda, {DType::kFloat32},
+                 [rule](const Node& node) { return std::make_unique<UpdateCudaKernel>(node, rule); });
+  };
+  add("SGD", UpdateRule::kSgd);
+  add("Momentum", UpdateRule::kMomentum);
+  add("Adagrad", UpdateRule::kAdagrad);
+  add("Adam", UpdateRule::kAdam);
+  add("AdamW", UpdateRule::kAdamW);
+  add("LAMB", UpdateRule::kLamb);
+  registry.add("Assign", DeviceType::kCuda, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16},
+               [](const Node&) { return std::make_unique<AssignCudaKernel>(); });
+  registry.add("ClipByGlobalNorm", DeviceType::kCuda, {DType::kFloat32, DType::kFloat16, DType::kBFloat16},
+               [](const Node& node) { return std::make_unique<ClipByGlobalNormCudaKernel>(node); });
+}
+
+}  // namespace weir

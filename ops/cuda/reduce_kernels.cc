@@ -1,0 +1,185 @@
+#include "ops/cuda/reduce_kernels.h"
+
+#include <optional>
+#include <string>
+
+#include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/host_input.h"
+#include "ops/cuda/kernel_scratch.h"
+#include "ops/cuda/reduce_device.h"
+#include "ops/cuda/reduce_layout.h"
+#include "ops/elementwise/broadcast.h"
+#include "ops/reduce/reduce_axes.h"
+#include "ops/tensor/indexing.h"
+#include "ops/wide_output.h"
+
+namespace weir {
+
+namespace {
+
+using cuda::Reduction;
+using cuda::ReduceType;
+
+std::optional<ReduceType> reduce_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return ReduceType::kF32;
+    case DType::kFloat64: return ReduceType::kF64;
+    case DType::kFloat16: return ReduceType::kF16;
+    case DType::kBFloat16: return ReduceType::kBF16;
+    case DType::kInt32: return ReduceType::kI32;
+    case DType::kInt64: return ReduceType::kI64;
+    default: return std::nullopt;
+  }
+}
+
+ReduceType checked_type(const KernelContext& ctx, const Tensor& tensor) {
+  std::optional<ReduceType> type = reduce_type(tensor.dtype());
+  if (!type) ctx.fail("the CUDA kernel takes f32, f64, f16, bf16, i32 or i64, got " + tensor.type_string());
+  return *type;
+}
+
+// Runs the reduction into `y` (y.num_elements() outputs), with the kernel's
+// workspace grown as needed.
+void reduce(KernelContext& ctx, Reduction reduction, const Tensor& x, Tensor& y, const std::vector<bool>& reduced,
+            cuda::KernelScratch& scratch) {
+  if (y.num_elements() == 0) return;
+  const ReduceType in_type = checked_type(ctx, x);
+  const ReduceType out_type = checked_type(ctx, y);
+  cudaStream_t stream = cuda::cuda_stream(ctx);
+  cuda::require_on_device(ctx, x, "input 0");
+  const std::optional<cuda::ReduceLayout> layout = cuda::reduce_layout(x.sizes(), reduced);
+  if (!layout) {
+    ctx.fail("reducing " + x.type_string() + " alternates kept and reduced axes more often than the CUDA kernel takes (" +
+             std::to_string(cuda::ReduceLayout::kMaxRank) + " runs of each)");
+  }
+  void* workspace = scratch.reserve(ctx, {cuda::reduce_workspace_bytes(reduction, *layout)})[0];
+  cuda::launch_reduce(reduction, in_type, x.raw_data(), out_type, y.raw_data(), *layout, workspace, stream);
+  cuda::check_launch(ctx, "reduce kernels");
+}
+
+class ReduceCudaKernel final : public OpKernel {
+ public:
+  ReduceCudaKernel(const Node& node, Reduction reduction) : axes_(ReduceAxes::of(node)), reduction_(reduction) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    ReduceAxes axes = axes_;
+    if (ctx.has_input(1)) axes.axes = index_values(ctx, cuda::host_input(ctx, 1, "axes"), "axes");
+    std::vector<bool> reduced = axes.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
+    checked_type(ctx, x);
+    cuda::cuda_stream(ctx);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), axes.output_sizes(x.sizes(), reduced), KernelContext::Fill::kUninitialized);
+    reduce(ctx, reduction_, x, y, reduced, scratch_);
+  }
+
+ private:
+  ReduceAxes axes_;
+  Reduction reduction_;
+  cuda::KernelScratch scratch_;  // partial results and LogSumExp's shifts
+};
+
+class SumToShapeCudaKernel final : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const std::vector<int64_t>& target = ctx.input(1).sizes();
+    auto broadcast = broadcast_sizes(x.sizes(), target);
+    if (!broadcast || *broadcast != x.sizes()) {
+      ctx.fail("cannot sum " + x.type_string() + " to shape " + ctx.input(1).shape().to_string() +
+               ": that shape does not broadcast to the input's");
+    }
+    // Axis a of x is summed where the right-aligned target has no axis or one of size 1.
+    const size_t lead = x.sizes().size() - target.size();
+    std::vector<bool> reduced(x.sizes().size());
+    for (size_t a = 0; a < reduced.size(); ++a) reduced[a] = a < lead || target[a - lead] == 1;
+    const DType out_dtype = kernel_output_dtype(ctx, x.dtype());
+    cuda::cuda_stream(ctx);
+    Tensor& out = ctx.allocate_output(0, out_dtype, target, KernelContext::Fill::kUninitialized);
+    reduce(ctx, Reduction::kSum, x, out, reduced, scratch_);
+  }
+
+ private:
+  cuda::KernelScratch scratch_;  // partial results
+};
+
+// dY broadcast back over the reduced axes (BroadcastReduced), or only where X
+// equals the reduced Y (ReduceExtremumGrad).
+class ReduceBackwardCudaKernel final : public OpKernel {
+ public:
+  ReduceBackwardCudaKernel(const Node& node, bool extremum)
+      : axes_(ReduceAxes::of(node)), mean_(node.has_attr("mean") && node.attr("mean").i() != 0), extremum_(extremum) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    std::vector<bool> reduced = axes_.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
+    std::vector<int64_t> kept = ReduceAxes::kept_sizes(x.sizes(), reduced);
+    int64_t outputs = 1;  // elements of the reduction's result
+    for (int64_t size : kept) outputs *= size;
+    if (dy.num_elements() != outputs) {
+      ctx.fail("dY " + dy.type_string() + " does not match the reduction of X " + x.type_string());
+    }
+    if (extremum_ && (ctx.input(2).num_elements() != outputs || ctx.input(2).dtype() != x.dtype())) {
+      ctx.fail("Y " + ctx.input(2).type_string() + " does not match the reduction of X " + x.type_string());
+    }
+    const ReduceType type = checked_type(ctx, dy);
+    if (extremum_ && x.dtype() != dy.dtype()) {
+      ctx.fail("X " + x.type_string() + " and dY " + dy.type_string() + " must have one dtype");
+    }
+    int64_t count = outputs == 0 ? 0 : x.num_elements() / outputs;  // inputs folded into each output
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
+    if (dx.num_elements() == 0) return;
+    cuda::require_on_device(ctx, dy, "dY");
+    if (extremum_) {
+      cuda::require_on_device(ctx, x, "X");
+      cuda::require_on_device(ctx, ctx.input(2), "Y");
+    }
+    // dY's strides over X's axes: dense over the kept sizes, 0 along reduced axes.
+    const std::optional<cuda::BroadcastBackLayout> layout = cuda::broadcast_back_layout(x.sizes(), reduced);
+    if (!layout) {
+      ctx.fail(x.type_string() + " has more axes than the CUDA kernel takes (" +
+               std::to_string(cuda::BroadcastBackLayout::kMaxRank) + ")");
+    }
+    cuda::launch_broadcast_reduced(type, dy.raw_data(), extremum_ ? x.raw_data() : nullptr,
+                                   extremum_ ? ctx.input(2).raw_data() : nullptr, dx.raw_data(), *layout, dx.num_elements(),
+                                   count, mean_, extremum_, stream);
+    cuda::check_launch(ctx, "broadcast_reduced_kernel");
+  }
+
+ private:
+  ReduceAxes axes_;
+  bool mean_;
+  bool extremum_;
+};
+
+}  // namespace
+
+void register_reduce_cuda_kernels(KernelRegistry& registry) {
+  const std::vector<DType> floating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                      DType::kInt32,   DType::kInt64};
+  struct Entry {
+    const char* name;
+    Reduction reduction;
+    const std::vector<DType>* types;
+  };
+  for (const Entry& entry : {Entry{"ReduceSum", Reduction::kSum, &numeric}, Entry{"ReduceMean", Reduction::kMean, &numeric},
+                             Entry{"ReduceMax", Reduction::kMax, &numeric}, Entry{"ReduceMin", Reduction::kMin, &numeric},
+                             Entry{"ReduceProd", Reduction::kProd, &numeric}, Entry{"ReduceL1", Reduction::kL1, &numeric},
+                             Entry{"ReduceL2", Reduction::kL2, &floating},
+                             Entry{"ReduceSumSquare", Reduction::kSumSquare, &numeric},
+                             Entry{"ReduceLogSum", Reduction::kLogSum, &floating},
+                             Entry{"ReduceLogSumExp", Reduction::kLogSumExp, &floating}}) {
+    Reduction reduction = entry.reduction;
+    registry.add(entry.name, DeviceType::kCuda, *entry.types,
+                 [reduction](const Node& node) { return std::make_unique<ReduceCudaKernel>(node, reduction); });
+  }
+  registry.add("SumToShape", DeviceType::kCuda, floating, [](const Node&) { return std::make_unique<SumToShapeCudaKernel>(); });
+  registry.add("BroadcastReduced", DeviceType::kCuda, numeric,
+               [](const Node& node) { return std::make_unique<ReduceBackwardCudaKernel>(node, /*extremum=*/false); });
+  registry.add("ReduceExtremumGrad", DeviceType::kCuda, numeric,
+               [](const Node& node) { return std::make_unique<ReduceBackwardCudaKernel>(node, /*extremum=*/true); });
+}
+
+}  // namespace weir

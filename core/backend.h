@@ -33,6 +33,10 @@ class Backend {
   virtual Device device() const = 0;
   // Where tensors of this device come from.
   virtual Allocator& allocator() = 0;
+  // Host memory this device copies to and from fastest: where a session puts
+  // the outputs it hands back. Plain host memory by default; page-locked
+  // (pinned) for a GPU, whose copies into it need no staging by the driver.
+  virtual Allocator& host_allocator() { return cpu_allocator(); }
   // The stream `id` of this device, created on first use; the reference
   // stays valid as long as the backend.
   virtual Stream& stream(StreamId id) = 0;

@@ -12,6 +12,7 @@
 #include "frontend/train/evaluate.h"
 #include "frontend/train/trainer.h"
 #include "ops/loss/class_shards.h"
+#include "passes/analysis/flop_estimate.h"
 #include "runtime/in_process_ranks.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
@@ -65,7 +66,10 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   // the batch; the ranks are threads of this process (an in-process world)
   // or, given a world, processes each running this.
   Strategy strategy = options.strategy;
-  if (options.world != nullptr) strategy.data_parallel.ranks = options.world->size();
+  if (options.world != nullptr) {
+    strategy.data_parallel.ranks = options.world->size();
+    strategy.data_parallel.communicate_alone = true;  // a launched world of one still runs its collectives
+  }
   const int ranks = strategy.data_parallel.ranks;
   if (ranks < 1 || options.batch % ranks != 0) {
     throw Error(ErrorKind::kInvalidArgument, "the batch of " + std::to_string(options.batch) +
@@ -88,13 +92,21 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, strategy);
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
-  std::shared_ptr<const Plan> plan = compile(*train.graph);
+  CompileOptions compile_options;
+  compile_options.default_device = options.world != nullptr ? options.world->device() : options.device;
+  if (options.world == nullptr && ranks > 1 && options.device.type != DeviceType::kCpu) {
+    throw Error(ErrorKind::kUnsupported, std::to_string(ranks) + " data-parallel ranks in one process run on CPUs; on " +
+                                             options.device.to_string() + " train one rank per process (an NCCL world)");
+  }
+  std::shared_ptr<const Plan> plan = compile(*train.graph, compile_options);
   // One rank is a world of one: the same path, with nothing to average.
   std::unique_ptr<InProcessRanks> world;
   std::unique_ptr<Session> process_rank;
   if (options.world != nullptr) {
     session_options.world = options.wrap_world ? options.wrap_world(options.world) : options.world;
     process_rank = std::make_unique<Session>(plan, session_options);
+  } else if (options.device.type != DeviceType::kCpu) {
+    process_rank = std::make_unique<Session>(plan, session_options);  // one rank, on its GPU: no collectives
   } else {
     world = std::make_unique<InProcessRanks>(plan, ranks, session_options, InProcessWorldOptions{.wrap = options.wrap_world});
   }
@@ -134,6 +146,7 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   result.steps = stats.steps;
   result.total_steps = trainer.step();
   result.ms_per_step = stats.ms_per_step;
+  result.step_flops = estimated_flops(*train.graph);
   result.last_loss = stats.last_loss;
   result.losses = stats.losses;
   for (int r = 0; r < local_sessions; ++r) {

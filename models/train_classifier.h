@@ -47,6 +47,9 @@ struct ClassifierTraining {
   // rank 0 writes checkpoints and evaluates the test set. Unset: the ranks
   // of strategy.data_parallel are threads of this process.
   std::shared_ptr<World> world{};
+  // Where the step runs: the world's device when there is a world (its
+  // type must match), else this device (a GPU trains one rank only).
+  Device device = Device::cpu();
   // Each rank's world (`world`, or each in-process rank's) passes through
   // this before its session gets it: graph-runner train meters and slows
   // the links with it (distributed/metered_world.h).
@@ -61,6 +64,7 @@ struct ClassifierTrainingResult {
   int64_t steps = 0;           // steps run by this call
   int64_t total_steps = 0;     // the step count after it (includes resumed steps)
   double ms_per_step = 0;
+  int64_t step_flops = 0;      // one rank's step, estimated (passes/analysis/flop_estimate.h): forward, backward, update
   double last_loss = 0;
   std::vector<double> losses;  // every step's loss (this call's steps)
   double test_accuracy = -1;   // -1 without a test set (and on ranks other than 0 of a world)

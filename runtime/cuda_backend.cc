@@ -11,7 +11,9 @@
 
 #include "core/cuda/cuda_allocator.h"
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/cuda_pinned_allocator.h"
 #include "core/error.h"
+#include "runtime/caching_allocator.h"
 
 namespace weir {
 
@@ -156,6 +158,15 @@ class CudaStream final : public Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+// The process's pinned host memory, cached (pinning costs a system call and
+// page-table work per block), shared by every GPU (portable pinning).
+// Never destroyed: tensors handed out in it may outlive static destruction.
+Allocator& pinned_host_memory() {
+  static auto* pinned = new CudaPinnedAllocator();
+  static auto* cache = new CachingAllocator(*pinned);
+  return *cache;
+}
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(Device device, Allocator& allocator, std::chrono::milliseconds wait_timeout)
@@ -172,6 +183,7 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return device_; }
   Allocator& allocator() override { return allocator_; }
+  Allocator& host_allocator() override { return pinned_host_memory(); }
 
   Stream& stream(StreamId id) override {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -20,9 +20,10 @@
 // the host side is done (host to device: the source has been read; device to
 // host: the copy is complete), which is what a staging buffer of ours would
 // cost too, with one more memcpy. Host memory the driver knows as pinned
-// (cudaHostAlloc, cudaHostRegister) is copied asynchronously; a pinned host
-// allocator for feeds and fetches is what would let those copies overlap
-// computation, and is not written yet.
+// (cudaHostAlloc, cudaHostRegister) is copied asynchronously, by DMA:
+// host_allocator() is the process's cached pinned memory
+// (core/cuda/cuda_pinned_allocator.h), where a session puts the outputs it
+// copies back.
 //
 // This header needs no CUDA headers; it exists only in builds with CUDA
 // (WEIR_HAVE_CUDA). runtime/device_support.h is the build-independent check.

@@ -89,8 +89,15 @@ std::shared_ptr<const Plan> compile(std::unique_ptr<Graph> placed, const Compile
   verify_graph(*placed, ops);
   infer_graph_types(*placed, ops);
   if (options.opt_level > 0 || !options.disabled_passes.empty() || options.amp) {
+    // The channels-last layout (and the concat split that follows it) lays
+    // convs out for the CPU's oneDNN kernels (ChannelsLastPool exists only
+    // there): a plan with another device keeps the graph's own layout.
+    std::set<std::string> disabled = options.disabled_passes;
+    if (std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.type != DeviceType::kCpu; })) {
+      disabled.insert({"channels_last_layout", "concat_conv_split"});
+    }
     PassContext context(ops, &kernels);
-    inference_pipeline(options.opt_level, options.disabled_passes, options.amp)->run(*placed, context);
+    inference_pipeline(options.opt_level, disabled, options.amp)->run(*placed, context);
   }
   place_graph(*placed, devices, options.default_device);
   Schedule schedule = build_schedule(*placed, devices, ops);

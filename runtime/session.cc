@@ -651,7 +651,7 @@ Tensor Session::copy_into(Backend& backend, const Tensor& source, const std::str
 
 Tensor Session::copy_to_host(Backend& backend, const Tensor& source, const std::string& what) const {
   if (source.is_sequence() || source.is_none()) return host_container(backend, source, what);
-  Tensor host = Tensor::uninitialized(source.dtype(), source.sizes());
+  Tensor host = Tensor::uninitialized(source.dtype(), source.sizes(), backend.host_allocator());
   if (host.nbytes() > 0) {
     backend.copy(source, host, backend.stream({StreamKind::kCopy, 0}))
         ->synchronize(options_.step_timeout, "copying " + what + " from " + backend.device().to_string());

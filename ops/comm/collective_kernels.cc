@@ -1,11 +1,13 @@
 #include "ops/comm/collective_kernels.h"
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
 
+#include "core/backend.h"
 #include "core/collective_group.h"
 #include "core/error.h"
 #include "ops/dtype_sets.h"
@@ -67,7 +69,31 @@ class CollectiveKernel : public OpKernel {
     if (skip.dtype() != DType::kBool || skip.num_elements() != 1) {
       ctx.fail("skip must be a bool scalar, got " + skip.type_string());
     }
-    return skip.data<bool>()[0];
+    if (skip.device().type == DeviceType::kCpu || ctx.backend() == nullptr) return skip.data<bool>()[0];
+    // On a GPU the flag decides what to launch, so the host reads it (a
+    // one-byte copy, waited for within the collective's timeout).
+    Tensor host(DType::kBool, skip.sizes());
+    const std::chrono::milliseconds limit =
+        ctx.collective_timeout().count() > 0 ? ctx.collective_timeout() : std::chrono::milliseconds(60000);
+    ctx.backend()->copy(skip, host, *ctx.stream())->synchronize(limit, "reading the skip flag of '" + ctx.node().name() + "'");
+    return host.data<bool>()[0];
+  }
+
+  // y = x, or y = 0, where the tensors live: on a device through its
+  // backend, in the step's stream order.
+  static void copy_into(KernelContext& ctx, const Tensor& x, Tensor& y) {
+    if (ctx.backend() != nullptr && y.device().type != DeviceType::kCpu) {
+      ctx.backend()->copy(x, y, *ctx.stream());
+    } else if (x.nbytes() > 0) {
+      std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+    }
+  }
+  static void zero(KernelContext& ctx, Tensor& y) {
+    if (ctx.backend() != nullptr && y.device().type != DeviceType::kCpu) {
+      ctx.backend()->fill_zero(y, *ctx.stream());
+    } else if (y.nbytes() > 0) {  // an empty tensor has no storage
+      std::memset(y.raw_data(), 0, y.nbytes());
+    }
   }
 
   // This call's tag, timeout and stream.
@@ -98,7 +124,7 @@ class AllReduceKernel final : public CollectiveKernel {
     const Tensor& x = ctx.input(0);
     Tensor& y = output_like(ctx, x.dtype(), x.sizes());
     if (skipped(ctx)) {
-      std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+      copy_into(ctx, x, y);
       return;
     }
     call(ctx, [&] { communicator(ctx)->all_reduce(x, y, op_, comm_call(ctx)); });
@@ -131,7 +157,7 @@ class AllGatherKernel final : public CollectiveKernel {
       const Tensor& x = ctx.input(0);
       Tensor& y = output_like(ctx, x.dtype(), Communicator::all_gather_sizes(x.sizes(), comm->size()));
       if (skipped(ctx)) {
-        if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());  // an empty tensor has no storage
+        zero(ctx, y);
         return;
       }
       comm->all_gather(x, y, comm_call(ctx));
@@ -148,7 +174,7 @@ class ReduceScatterKernel final : public CollectiveKernel {
       const Tensor& x = ctx.input(0);
       Tensor& y = output_like(ctx, x.dtype(), Communicator::reduce_scatter_sizes(x.sizes(), comm->size()));
       if (skipped(ctx)) {
-        if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());  // an empty tensor has no storage
+        zero(ctx, y);
         return;
       }
       comm->reduce_scatter(x, y, op_, comm_call(ctx));
@@ -204,16 +230,18 @@ KernelFactory factory() {
 
 }  // namespace
 
-void register_collective_cpu_kernels(KernelRegistry& registry) {
-  registry.add("AllReduce", DeviceType::kCpu, kNumericDTypes, factory<AllReduceKernel>());
-  registry.add("Broadcast", DeviceType::kCpu, kAnyDTypes, factory<BroadcastKernel>());
-  registry.add("AllGather", DeviceType::kCpu, kAnyDTypes, factory<AllGatherKernel>());
-  registry.add("ReduceScatter", DeviceType::kCpu, kNumericDTypes, factory<ReduceScatterKernel>());
-  registry.add("Send", DeviceType::kCpu, kAnyDTypes, factory<SendKernel>());
+void register_collective_cpu_kernels(KernelRegistry& registry) { register_collective_kernels(registry, DeviceType::kCpu); }
+
+void register_collective_kernels(KernelRegistry& registry, DeviceType device) {
+  registry.add("AllReduce", device, kNumericDTypes, factory<AllReduceKernel>());
+  registry.add("Broadcast", device, kAnyDTypes, factory<BroadcastKernel>());
+  registry.add("AllGather", device, kAnyDTypes, factory<AllGatherKernel>());
+  registry.add("ReduceScatter", device, kNumericDTypes, factory<ReduceScatterKernel>());
+  registry.add("Send", device, kAnyDTypes, factory<SendKernel>());
   // Recv and Barrier have no inputs: their kernel dtype is that of their
   // output (Recv) or undefined (Barrier).
-  registry.add("Recv", DeviceType::kCpu, kAnyDTypes, factory<RecvKernel>());
-  registry.add("Barrier", DeviceType::kCpu, {DType::kUndefined}, factory<BarrierKernel>());
+  registry.add("Recv", device, kAnyDTypes, factory<RecvKernel>());
+  registry.add("Barrier", device, {DType::kUndefined}, factory<BarrierKernel>());
 }
 
 }  // namespace weir

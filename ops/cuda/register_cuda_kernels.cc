@@ -1,5 +1,6 @@
 #include "ops/cuda/register_cuda_kernels.h"
 
+#include "ops/comm/collective_kernels.h"
 #include "ops/cuda/attention_kernels.h"
 #include "ops/cuda/batch_norm_kernels.h"
 #include "ops/cuda/conv_kernels.h"
@@ -52,6 +53,7 @@ void register_all_cuda_kernels(KernelRegistry& registry) {
   register_indexing_cuda_kernels(registry);
   register_reduce_cuda_kernels(registry);
   register_view_kernels(registry, DeviceType::kCuda);
+  register_collective_kernels(registry, DeviceType::kCuda);
 }
 
 }  // namespace weir

@@ -329,7 +329,7 @@ std::unique_ptr<Pipeline> training_pipeline(const Strategy& strategy, const Opti
     throw Error(ErrorKind::kInvalidArgument, "training_pipeline: allreduce_dtype must be f32, f16 or bf16, got " +
                                                  std::string(dtype_name(comm.allreduce_dtype)));
   }
-  if (strategy.data_parallel.ranks > 1) {
+  if (strategy.data_parallel.ranks > 1 || strategy.data_parallel.communicate_alone) {
     if (localsgd.enabled) {
       LocalSgdOptions options{.k_steps = localsgd.k_steps, .begin_step = localsgd.begin_step, .adaptive = localsgd.adaptive,
                               .init_k_steps = localsgd.init_k_steps, .excluded = strategy.data_parallel.distributed_parameters};

@@ -54,6 +54,10 @@ struct RecomputeStrategy {
 // chosen for one rank (its memory budget is per device).
 struct DataParallelStrategy {
   int ranks = 1;  // > 1: the step is one rank's of this many
+  // With one rank: average the gradients through AllReduce all the same. A
+  // launched world of one process (one GPU in an NCCL world) then runs the
+  // collective path that many ranks run, instead of a program without it.
+  bool communicate_alone = false;
   // Parameters each rank holds its own part of (model-parallel shards, the
   // sharded classifier of frontend/nn/margin_head.h): their gradients are
   // not averaged but divided by `ranks` (passes/collectives/data_parallel.h),

@@ -1,12 +1,14 @@
 // A Session on cuda:0: a small MLP (MatMul, Add, Relu, MatMul, Softmax) with
 // a constant and a parameter, fed host tensors and returning host tensors,
 // matches the same plan on the CPU within 1e-5 relative, runs again without
-// new cudaMalloc calls, and keeps its parameter on the device. Without a GPU
+// new cudaMalloc calls, keeps its parameter on the device and hands its
+// outputs back in pinned host memory. Without a GPU
 // (or without CUDA in the build) asking for cuda:0 is refused naming why.
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include "core/cuda/cuda_device.h"
@@ -74,6 +76,10 @@ TEST_F(CudaSession, MlpMatchesTheCpuAndRunsAgainFromCachedMemory) {
     const testing::Tolerance tolerances[] = {{1e-5, 1e-7}, {1e-5, 1e-5}};
     for (size_t o = 0; o < got.size(); ++o) {
       EXPECT_EQ(got[o].device(), Device::cpu());
+      // In pinned host memory: the copy back ran by DMA, without the driver's staging.
+      cudaPointerAttributes where{};
+      ASSERT_EQ(cudaPointerGetAttributes(&where, got[o].raw_data()), cudaSuccess);
+      EXPECT_EQ(where.type, cudaMemoryTypeHost) << "output " << o << " is not in pinned host memory";
       testing::expect_close(got[o], want[o], tolerances[o], "output " + std::to_string(o) + ", batch " + std::to_string(batch));
     }
     if (mallocs_after_first < 0) {

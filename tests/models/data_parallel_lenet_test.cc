@@ -27,9 +27,10 @@ struct Case {
   std::string variant;  // "plain", "bf16", "recompute"
 };
 
-Strategy strategy_of(const std::string& variant, int ranks) {
+Strategy strategy_of(const std::string& variant, int ranks, bool communicate_alone = false) {
   Strategy strategy;
   strategy.data_parallel.ranks = ranks;
+  strategy.data_parallel.communicate_alone = communicate_alone;
   if (variant == "bf16") strategy.amp.enabled = true;
   if (variant == "recompute") strategy.recompute.mode = RecomputeMode::kAuto;
   return strategy;
@@ -48,9 +49,13 @@ std::pair<Tensor, Tensor> batch_of(int step) {
 
 // Every step's loss, training on `ranks` ranks; checks that the ranks'
 // parameters agree bit for bit after every step.
-std::vector<float> train(const Case& c, int ranks) {
+std::vector<float> train(const Case& c, int ranks, bool communicate_alone = false) {
   models::ClassifierGraph model = models::build_classifier("lenet", kBatch / ranks, /*training=*/true, {.classes = 10});
-  TrainingGraph step = minimize(*model.graph, model.loss, {.kind = c.optimizer}, strategy_of(c.variant, ranks));
+  TrainingGraph step =
+      minimize(*model.graph, model.loss, {.kind = c.optimizer}, strategy_of(c.variant, ranks, communicate_alone));
+  int allreduces = 0;
+  for (const Node* node : model.graph->nodes()) allreduces += node->op_type() == "AllReduce" ? 1 : 0;
+  EXPECT_EQ(allreduces > 0, ranks > 1 || communicate_alone) << allreduces << " AllReduce nodes";
   InProcessRanks world(compile(*model.graph), ranks);
   std::vector<float> losses;
   for (int i = 0; i < kSteps; ++i) {
@@ -96,6 +101,16 @@ TEST_P(DataParallelLenet, RanksTrainLikeOneRankOnTheWholeBatch) {
     // (F32GradientAccumulation), not rounded per rank to 8 bits.
     EXPECT_LT(worst, 1e-5) << ranks << " ranks";
   }
+}
+
+// A launched world of one process (one GPU in an NCCL world) runs its
+// collectives all the same: its gradients go through AllReduce over a group
+// of one, which leaves every bit as it was.
+TEST(DataParallelLenetAlone, AWorldOfOneAveragesThroughAllReduceAndTrainsLikeNoWorld) {
+  const Case c{OptimizerKind::kMomentum, "plain"};
+  std::vector<float> plain = train(c, 1);
+  std::vector<float> alone = train(c, 1, /*communicate_alone=*/true);
+  EXPECT_EQ(alone, plain);
 }
 
 INSTANTIATE_TEST_SUITE_P(

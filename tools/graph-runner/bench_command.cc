@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "frontend/train/progress.h"
+#include "passes/analysis/flop_estimate.h"
 #include "runtime/profiler.h"
 #include "runtime/session.h"
 #include "tools/graph-runner/model_inputs.h"
@@ -64,6 +65,11 @@ void bench(const BenchArgs& args) {
   std::printf("latency_ms p50=%.3f p90=%.3f p99=%.3f min=%.3f max=%.3f\n", percentile(ms, 0.5), percentile(ms, 0.9),
               percentile(ms, 0.99), ms.front(), ms.back());
   std::printf("throughput: %.1f runs/s over %d runs\n", static_cast<double>(args.iterations) / seconds, args.iterations);
+  // What a run computes (passes/analysis/flop_estimate.h: a multiply-add is
+  // 2) over the median latency: the rate to set against a device's peak.
+  const double flops = static_cast<double>(estimated_flops(plan->graph()));
+  std::printf("flops: %.4g GFLOP per run (estimated; symbolic dims count 1), %.4g TFLOP/s at p50\n", flops * 1e-9,
+              flops / (percentile(ms, 0.5) * 1e-3) * 1e-12);
   if (!args.profile.empty()) profiler.write_chrome_trace(args.profile);
 }
 

@@ -7,12 +7,18 @@
 #include "core/error.h"
 #include "distributed/gloo/gloo_world.h"
 #include "distributed/launch_environment.h"
+#include "distributed/nccl/nccl_world.h"
 #include "ops/threading.h"
 
 namespace weir::tools {
 
 std::shared_ptr<World> launched_world(const LaunchedWorldOptions& options) {
   LaunchEnvironment launch = read_launch_environment(process_environment());
+  if (options.device == DeviceType::kCuda && launch.source != "none") {
+    std::shared_ptr<World> world = make_nccl_world(launch, {.job = options.job, .timeout = options.timeout});
+    set_intra_op_threads(std::max(1, available_cores() / launch.local_world_size));
+    return world;
+  }
   if (launch.world_size == 1) return nullptr;
   GlooWorldOptions gloo;
   gloo.job = options.job;

@@ -22,8 +22,10 @@
 #include "passes/precision/auto_mixed_precision.h"
 #include "ops/loss/class_shards.h"
 #include "ops/register_ops.h"
+#include "passes/analysis/flop_estimate.h"
 #include "runtime/communication_overlap.h"
 #include "runtime/in_process_ranks.h"
+#include "runtime/device_support.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tools/graph-runner/launched_world.h"
@@ -37,6 +39,7 @@ namespace {
 
 struct TrainArgs {
   std::string model;
+  std::string device = "cpu";
   std::string data = kFashionMnistDir;
   int64_t epochs = 1;
   int64_t steps = 0;
@@ -135,9 +138,30 @@ SimulatedLink simulated_link_of(const TrainArgs& args, int ranks) {
 
 // The launched world (tools/graph-runner/launched_world.h); nullptr when
 // this process is a world of one.
+// --device, checked: "cuda:1" on a machine without that GPU fails here,
+// naming it, before anything is built.
+Device device_of(const TrainArgs& args) {
+  try {
+    Device device = Device::parse(args.device);
+    check_device_usable(device);
+    return device;
+  } catch (const Error& e) {
+    throw Error(e.kind(), "--device " + e.message());
+  }
+}
+
 std::shared_ptr<World> world_of(const TrainArgs& args) {
+  const DeviceType device = Device::parse(args.device).type;
   std::shared_ptr<World> world = tools::launched_world(
-      {.job = args.job, .timeout = std::chrono::milliseconds(static_cast<int64_t>(args.collective_timeout * 1000))});
+      {.job = args.job, .timeout = std::chrono::milliseconds(static_cast<int64_t>(args.collective_timeout * 1000)),
+       .device = device});
+  if (device != DeviceType::kCpu && world == nullptr && args.data_parallel != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "--data-parallel " + std::to_string(args.data_parallel) +
+                                                 " runs ranks as threads of one process, on CPUs; to train on " +
+                                                 std::to_string(args.data_parallel) + " GPUs start one process per "
+                                                 "GPU: graph-runner launch -n " + std::to_string(args.data_parallel) +
+                                                 " graph-runner train --device cuda ... (an NCCL world)");
+  }
   if (world != nullptr && args.data_parallel != 1) {
     throw Error(ErrorKind::kInvalidArgument,
                 "--data-parallel " + std::to_string(args.data_parallel) + " runs ranks as threads of one process, "
@@ -405,7 +429,14 @@ void train_graph(const TrainArgs& args) {
   session_options.inter_op_threads = args.threads;
   session_options.world = launched;
   CompileOptions compile_options;
-  if (launched == nullptr) compile_options.devices = devices_named_by(graph);
+  if (launched != nullptr) {
+    compile_options.default_device = launched->device();  // the rank's program runs on its world's device
+  } else if (const Device device = device_of(args); device.type != DeviceType::kCpu) {
+    compile_options.default_device = device;
+    compile_options.devices = {device};
+  } else {
+    compile_options.devices = devices_named_by(graph);
+  }
   std::shared_ptr<const Plan> plan = compile(graph, compile_options);
   StepCommunication communication(simulated_link_of(args, ranks));
   auto wrap = [&](std::shared_ptr<World> rank_world) { return communication.wrap(std::move(rank_world)); };
@@ -452,6 +483,12 @@ void train_graph(const TrainArgs& args) {
   std::printf("steps: %lld\n", static_cast<long long>(trainer.step()));
   std::printf("final_loss: %.9g\n", stats.last_loss);
   std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
+  if (stats.ms_per_step > 0) {
+    const double step_flops = static_cast<double>(estimated_flops(graph));
+    std::printf("examples_per_second: %.1f (this rank)\n", static_cast<double>(batch / ranks) * 1e3 / stats.ms_per_step);
+    std::printf("step_flops: %.4g GFLOP (estimated), %.4g TFLOP/s\n", step_flops * 1e-9,
+                step_flops / (stats.ms_per_step * 1e-3) * 1e-12);
+  }
   if (launched != nullptr) std::printf("data parallel: %d ranks (%s)\n", ranks, launched->description().c_str());
   int64_t peak = 0;
   for (int r = 0; r < local_sessions; ++r) {
@@ -470,6 +507,10 @@ void train(const TrainArgs& args) {
   }
   if (args.model.empty()) throw Error(ErrorKind::kInvalidArgument, "train needs --model NAME or --graph FILE");
   if (is_sparse_model(args.model)) {
+    if (args.device != "cpu") {
+      throw Error(ErrorKind::kUnsupported, "--model " + args.model + " trains on CPUs (its embedding tables live on "
+                                           "parameter servers or in host memory); leave --device out");
+    }
     train_sparse(args);
     return;
   }
@@ -482,6 +523,7 @@ void train(const TrainArgs& args) {
   const int ranks = world != nullptr ? world->size() : args.data_parallel;
   models::ClassifierTraining options;
   options.world = world;
+  options.device = world != nullptr ? world->device() : device_of(args);
   options.model = args.model;
   options.zoo.seed = args.seed;
   options.zoo.layers = args.layers;
@@ -605,6 +647,12 @@ void train(const TrainArgs& args) {
   std::printf("steps: %lld\n", static_cast<long long>(result.total_steps));
   std::printf("final_loss: %.9g\n", result.last_loss);
   std::printf("ms_per_step: %.3f\n", result.ms_per_step);
+  if (result.ms_per_step > 0) {
+    // This process's rate: its share of the batch, and its step's FLOPs.
+    std::printf("examples_per_second: %.1f (this rank)\n", static_cast<double>(args.batch / ranks) * 1e3 / result.ms_per_step);
+    std::printf("step_flops: %.4g GFLOP (estimated), %.4g TFLOP/s\n", static_cast<double>(result.step_flops) * 1e-9,
+                static_cast<double>(result.step_flops) / (result.ms_per_step * 1e-3) * 1e-12);
+  }
   std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(result.peak_memory_bytes));
   if (result.test_accuracy >= 0) std::printf("test_accuracy: %.4f\n", result.test_accuracy);
   if (!args.profile.empty()) report_profile(profiler, args.profile, result.steps);
@@ -638,6 +686,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--weight-decay", args->weight_decay, "weight decay (default 0)");
   cmd->add_option("--clip-global-norm", args->clip, "clip gradients to this global L2 norm (default: off)");
   cmd->add_option("--seed", args->seed, "parameter initialization seed (default 42)");
+  cmd->add_option("--device", args->device,
+                  "cpu or cuda[:N]: where the training step runs (default cpu). Under a launcher (graph-runner "
+                  "launch, torchrun, mpirun, srun) cuda makes the processes an NCCL world, one per GPU, each rank on "
+                  "the GPU of its local rank");
   cmd->add_option("--threads", args->threads, "inter-op threads (default 1)")->check(CLI::Range(1, 256));
   cmd->add_option("--layers", args->layers, "bert: encoder layers (default 2)")->check(CLI::PositiveNumber);
   cmd->add_option("--amp", args->amp, "mixed precision: bf16 (the CPU's fast one) or fp16 (adds dynamic loss scaling); "

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Everything issue 29 asks to see on a GPU, in one command on the lent
+# machine (its device time is short): run there from the repository root
+# with the bundle scripts/cuda_bundle.sh made here carried along:
+#
+#   here:   scripts/cuda_bundle.sh && echo /.cuda-bundle/ >> .git/info/exclude
+#   device: run(command="bash bench/cuda_issue29.sh tests", carry=[".cuda-bundle"])
+#           run(command="bash bench/cuda_issue29.sh lenet infer train nccl2", carry=[".cuda-bundle"])
+#
+# (a device command may run 10 minutes: the tests take one call, the rest
+# another). WEIR_GPU=cpu runs the stages' commands on the CPU instead, to
+# try the script on a machine without a GPU.
+# Stages (default: all, in this order; each writes $OUT/<stage>.log, or
+# /tmp/weir-gpu/<stage>.log without $OUT):
+#   tests   weir_cuda_tests: every op family against the CPU kernels, the
+#           NCCL world, LeNet on the GPU like the CPU (gtest XML too)
+#   lenet   graph-runner train --model lenet, 20 steps, CPU and cuda:0, and
+#           a launched NCCL world of one: the largest relative loss difference
+#   infer   graph-runner bench --device cuda: ResNet-50 at batch 1 and 64,
+#           BERT-base (12 layers, 768 wide, 12 heads) at seq 128, batch 1 and 32
+#   train   graph-runner train --device cuda --amp fp16: ResNet-50, batch 128,
+#           224x224 synthetic images, 1000 classes (images/s, TFLOP/s)
+#   nccl2   with 2 or more GPUs: LeNet on 2 processes (NCCL) against 1
+# Each bench line carries the estimated TFLOP/s; divide by the GPU's peak
+# (H100 SXM dense: f32 67, tf32 495, f16/bf16 989 TFLOP/s) for the fraction.
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-/tmp/weir-gpu}
+mkdir -p "$out"
+stages=("$@")
+[[ ${#stages[@]} -gt 0 ]] || stages=(tests lenet infer train nccl2)
+
+work=/tmp/weir-cuda
+rm -rf "$work" && mkdir -p "$work"
+tar -C "$work" -xJf "$root/.cuda-bundle/weir-cuda-bundle.tar.xz" || { echo "no bundle: run scripts/cuda_bundle.sh here first"; exit 1; }
+bin=$work/weir/bin
+# cuDNN, cuBLAS and NCCL are opened by name: the toolkit's, then the pip
+# wheels' (nvidia-cudnn-cu13, nvidia-nccl-cu13) that the machine's Python has.
+library_path=$work/weir/lib:/usr/local/cuda/lib64
+for wheel_dir in $(python3 -c 'import nvidia, os; p = nvidia.__path__[0]; print(" ".join(os.path.join(p, d, "lib") for d in sorted(os.listdir(p)) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null); do
+  library_path=$library_path:$wheel_dir
+done
+# Only Weir's programs see the bundle's libraries (Debian's libssl, zlib...):
+# python3 and nvidia-smi keep the machine's own.
+weir() { local program=$1; shift; LD_LIBRARY_PATH=$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$bin/$program" "$@"; }
+gpu=${WEIR_GPU:-cuda}
+nvidia-smi -L 2>&1 | tee "$out/device.log"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+
+run_stage() {
+  local stage=$1
+  echo "=== $stage"
+  case $stage in
+    tests)
+      (cd "$work" && LD_LIBRARY_PATH=$library_path timeout 560 "$bin/weir_cuda_tests" --gtest_output=xml:"$out/cuda_tests.xml" 2>&1) \
+        > "$out/tests.log"
+      grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log"; grep -E '^\[  FAILED  \]' "$out/tests.log" | head -40 ;;
+    lenet)
+      lenet=(train --model lenet --data synthetic --steps 20 --batch 64 --optimizer momentum --lr 0.05 --print-losses)
+      weir graph-runner "${lenet[@]}" --device cpu > "$work/lenet-cpu.txt" 2>&1
+      weir graph-runner "${lenet[@]}" --device "$gpu" > "$work/lenet-cuda.txt" 2>&1
+      weir graph-runner launch -n 1 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl.txt" 2>&1
+      for variant in cuda nccl; do
+        python3 - "$work/lenet-cpu.txt" "$work/lenet-$variant.txt" "$variant" <<'EOF'
+import re, sys
+def losses(path):
+    return [float(m.group(1)) for m in re.finditer(r"step \d+ loss: (\S+)", open(path).read())]
+cpu, gpu = losses(sys.argv[1]), losses(sys.argv[2])
+worst = max((abs(a - b) / abs(a) for a, b in zip(cpu, gpu)), default=float("nan"))
+print(f"lenet {sys.argv[3]} vs cpu: {len(gpu)} of {len(cpu)} steps, largest relative loss difference {worst:.3g}"
+      f" ({'within' if len(cpu) == len(gpu) == 20 and worst <= 1e-4 else 'NOT within'} 1e-4)")
+EOF
+      done
+      grep -h -E "ms_per_step|examples_per_second|error" "$work"/lenet-*.txt ;;
+    infer)
+      # Fixed batches, so the FLOP estimates count every example.
+      python3 -c "
+import numpy as np
+for b in (1, 64): np.save('$work/img%d.npy' % b, np.random.RandomState(b).rand(b, 3, 224, 224).astype(np.float32))
+for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randint(0, 1000, (b, 128)).astype(np.int64))"
+      for batch in 1 64; do
+        echo "resnet50 batch $batch"
+        weir weir_zoo_export resnet50 "$work/r50-$batch.weir" --channels 3 --image-size 224 --classes 1000 --batch "$batch" >/dev/null
+        weir graph-runner bench "$work/r50-$batch.weir" --device "$gpu" -i "x=$work/img$batch.npy" --warmup 10 --iterations 100 2>&1 \
+          | grep -E "latency|flops|error"
+      done
+      for batch in 1 32; do
+        echo "bert-base seq 128 batch $batch"
+        weir weir_zoo_export bert "$work/bert-$batch.weir" --layers 12 --hidden 768 --heads 12 --seq 128 --batch "$batch" >/dev/null
+        weir graph-runner bench "$work/bert-$batch.weir" --device "$gpu" -i "x=$work/ids$batch.npy" --warmup 10 --iterations 100 2>&1 \
+          | grep -E "latency|flops|error"
+      done ;;
+    train)
+      weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \
+        --classes 1000 --steps 30 --optimizer momentum --lr 0.01 2>&1 | grep -E "ms_per_step|examples_per_second|step_flops|final_loss|error" ;;
+    nccl2)
+      if (( gpus < 2 )); then echo "one GPU: the 2-GPU comparison needs two"; return; fi
+      lenet=(train --model lenet --data synthetic --steps 20 --batch 64 --optimizer momentum --lr 0.05 --print-losses)
+      weir graph-runner launch -n 2 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl2.txt" 2>&1
+      python3 - "$work/lenet-nccl.txt" "$work/lenet-nccl2.txt" <<'EOF'
+import re, sys
+def losses(path):
+    return [float(m.group(1)) for m in re.finditer(r"step \d+ loss: (\S+)", open(path).read())]
+one, two = losses(sys.argv[1]), losses(sys.argv[2])
+worst = max((abs(a - b) / abs(a) for a, b in zip(one, two)), default=float("nan"))
+print(f"lenet 2 GPUs vs 1: largest relative loss difference {worst:.3g} ({'within' if worst <= 1e-5 else 'NOT within'} 1e-5)")
+EOF
+      ;;
+    *) echo "unknown stage '$stage' (tests lenet infer train nccl2)" ;;
+  esac
+}
+
+for stage in "${stages[@]}"; do
+  run_stage "$stage" 2>&1 | tee "$out/$stage.log"
+done

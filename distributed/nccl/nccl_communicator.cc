@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/stream.h"
 #include "distributed/nccl/nccl_library.h"
+#include "distributed/nccl/nccl_watchdog.h"
 #include "distributed/tcp_store.h"
 
 namespace weir {
@@ -41,7 +42,14 @@ struct NcclShared {
   std::string abort_reason;
   std::vector<std::weak_ptr<NcclCommunicator>> groups;  // the world and its subgroups, for abort()
   std::atomic<bool> aborted{false};
+
+  // Last, so that it stops first: its thread may be aborting the world.
+  std::unique_ptr<NcclWatchdog> watchdog;
 };
+
+// Makes every call of every group of the world fail with `reason`, and
+// aborts their NCCL communicators.
+void abort_world(NcclShared& shared, const std::string& reason);
 
 // One NCCL communicator: a (group, stream) pair. Its mutex is held for the
 // whole of an NCCL call on it (init, enqueue, abort), so they never overlap.
@@ -191,19 +199,37 @@ class NcclCommunicator final : public Communicator {
     return group;
   }
 
-  void abort(const std::string& reason) override {
-    {
-      std::lock_guard<std::mutex> lock(shared_->mutex);
-      if (shared_->abort_reason.empty()) shared_->abort_reason = reason;
-      shared_->aborted = true;
-    }
-    abort_all_groups();
-  }
+  void abort(const std::string& reason) override { abort_world(*shared_, reason); }
 
   // Every communicator of the world, so that an abort through any reaches all.
   void register_group(const std::shared_ptr<NcclCommunicator>& group) {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->groups.push_back(group);
+  }
+
+  // Aborts this group's NCCL communicators (abort_world calls it).
+  void abort_slots() {
+    std::vector<NcclSlot*> slots;
+    {
+      std::lock_guard<std::mutex> lock(slots_mutex_);
+      for (auto& [key, slot] : slots_) slots.push_back(slot.get());
+    }
+    for (NcclSlot* slot : slots) {
+      // A slot busy in a call sees the abort in its polling loop and
+      // aborts itself; an idle one is aborted here. Try for a while
+      // rather than block: abort() must return promptly.
+      const auto give_up = Clock::now() + std::chrono::milliseconds(200);
+      while (true) {
+        std::unique_lock<std::mutex> lock(slot->mutex, std::try_to_lock);
+        if (lock.owns_lock()) {
+          if (slot->comm != nullptr && !slot->dead) nccl().comm_abort(slot->comm);
+          slot->dead = true;
+          break;
+        }
+        if (Clock::now() >= give_up) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
   }
 
  private:
@@ -354,6 +380,9 @@ class NcclCommunicator final : public Communicator {
                                     static_cast<cudaStream_t>(call.stream->native_handle()));
       if (status != ncclSuccess && status != ncclInProgress) fail_slot(slot, doing + " failed: " + nccl_message(status));
       wait_accepted(slot, deadline, doing);
+      // Done when the stream gets there; if it never does (a rank gone),
+      // the watchdog aborts the world at the deadline.
+      shared_->watchdog->watch(static_cast<cudaStream_t>(call.stream->native_handle()), deadline, doing);
       return;
     }
 
@@ -400,41 +429,6 @@ class NcclCommunicator final : public Communicator {
     if (output.defined() && device_output.raw_data() != output.raw_data()) copy_tensor(device_output, output);
   }
 
-  void abort_slots() {
-    std::vector<NcclSlot*> slots;
-    {
-      std::lock_guard<std::mutex> lock(slots_mutex_);
-      for (auto& [key, slot] : slots_) slots.push_back(slot.get());
-    }
-    for (NcclSlot* slot : slots) {
-      // A slot busy in a call sees the abort in its polling loop and
-      // aborts itself; an idle one is aborted here. Try for a while
-      // rather than block: abort() must return promptly.
-      const auto give_up = Clock::now() + std::chrono::milliseconds(200);
-      while (true) {
-        std::unique_lock<std::mutex> lock(slot->mutex, std::try_to_lock);
-        if (lock.owns_lock()) {
-          if (slot->comm != nullptr && !slot->dead) nccl().comm_abort(slot->comm);
-          slot->dead = true;
-          break;
-        }
-        if (Clock::now() >= give_up) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    }
-  }
-
-  void abort_all_groups() {
-    std::vector<std::shared_ptr<NcclCommunicator>> members;
-    {
-      std::lock_guard<std::mutex> lock(shared_->mutex);
-      for (const auto& weak : shared_->groups) {
-        if (auto member = weak.lock()) members.push_back(member);
-      }
-    }
-    for (const auto& member : members) member->abort_slots();
-  }
-
   std::shared_ptr<NcclShared> shared_;
   std::vector<int> world_ranks_;  // this group's members, by group rank
   int rank_;
@@ -446,6 +440,19 @@ class NcclCommunicator final : public Communicator {
   std::mutex subgroups_mutex_;
   std::map<std::vector<int>, std::shared_ptr<NcclCommunicator>> subgroups_;
 };
+
+void abort_world(NcclShared& shared, const std::string& reason) {
+  std::vector<std::shared_ptr<NcclCommunicator>> members;
+  {
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    if (shared.abort_reason.empty()) shared.abort_reason = reason;
+    shared.aborted = true;
+    for (const auto& weak : shared.groups) {
+      if (auto member = weak.lock()) members.push_back(member);
+    }
+  }
+  for (const auto& member : members) member->abort_slots();
+}
 
 }  // namespace
 
@@ -497,6 +504,8 @@ std::shared_ptr<Communicator> make_nccl_communicator(int rank, int size, const N
   shared->world_rank = rank;
   shared->store_name = "the TCP store at " + options.master_addr + ":" + std::to_string(options.master_port);
   shared->staging = std::make_unique<CudaAllocator>(device.index);
+  shared->watchdog = std::make_unique<NcclWatchdog>(
+      device.index, [raw = shared.get()](const std::string& reason) { abort_world(*raw, reason); });
   try {
     if (rank == 0) shared->server = std::make_unique<TcpStoreServer>(options.master_port);
     shared->store = std::make_unique<TcpStore>(options.master_addr, options.master_port, options.timeout);

@@ -22,10 +22,12 @@
 // and polled, so a rank that never arrives fails the others at the timeout,
 // naming the store, the group and the stream, instead of hanging in NCCL.
 //
-// Failures. abort() aborts every NCCL communicator of the group
-// (ncclCommAbort), which ends kernels waiting on a dead peer; the runtime
-// calls it when a step fails or outlives its timeout, so no wait is without
-// a limit. After an abort or an NCCL error every call fails with
+// Failures. abort() aborts every NCCL communicator of the world
+// (ncclCommAbort), which ends kernels waiting on a dead peer. A call on a
+// stream is watched (distributed/nccl/nccl_watchdog.h): if the stream has
+// not passed it by the call's timeout (a rank never called it, or is gone),
+// the world is aborted naming the call; the runtime aborts it too when a
+// step fails. After an abort or an NCCL error every call fails with
 // kCommunication naming the reason. NCCL does not check that ranks call
 // matching collectives (Gloo's tags do): a mismatch is undefined there.
 //

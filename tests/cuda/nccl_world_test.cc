@@ -2,9 +2,13 @@
 // exchange through the TCP store, and a rank refused, by name, when its GPU
 // is missing. On a GPU: a world of one process reduces, gathers and
 // broadcasts host and device tensors (host calls and calls on a CUDA
-// stream), and LeNet trains on the GPU, alone and as an NCCL world of one,
+// stream), a stream call overdue aborts the world naming it, and LeNet trains on the GPU, alone and as an NCCL world of one,
 // like the CPU within 1e-4 per step.
+#include <cuda_runtime_api.h>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -110,6 +114,37 @@ TEST_F(NcclOnGpu, CallsOnACudaStreamAreEnqueuedThere) {
       [&] { world->communicator()->all_reduce(on_device, host_out, ReduceOp::kSum, {.tag = "bad", .stream = &comm_stream}); },
       ErrorKind::kInvalidArgument);
   EXPECT_NE(message.find("cuda:0 memory only"), std::string::npos) << message;
+}
+
+// A call on a stream that the stream has not passed by its timeout (here
+// the stream is held up by a host function, as by a rank that never calls)
+// aborts the world, and later calls fail naming it. In a re-executed child
+// process ("threadsafe" death-test style): the aborted communicator's
+// kernels never touch this process's GPU context.
+// The child's part: exits 0 when the later call's error names the late one.
+[[noreturn]] void run_a_call_the_stream_does_not_reach_in_time() {
+  std::shared_ptr<World> world = make_nccl_world(world_of_one(testing::unused_port()), {.timeout = 60s});
+  Allocator& memory = cuda_device_memory(0);
+  std::unique_ptr<Backend> gpu = make_cuda_backend(Device::cuda(0), memory);
+  Stream& comm_stream = gpu->stream({StreamKind::kCommunication, 0});
+  Tensor on_device = copy_to_device(testing::random_tensor(DType::kFloat32, {64}, 4), memory);
+  Tensor reduced(DType::kFloat32, {64}, memory);
+  auto hold = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); };
+  cudaLaunchHostFunc(static_cast<cudaStream_t>(comm_stream.native_handle()), hold, nullptr);
+  CommCall late{.tag = "late", .timeout = 200ms, .stream = &comm_stream};
+  world->communicator()->all_reduce(on_device, reduced, ReduceOp::kSum, late);
+  std::this_thread::sleep_for(800ms);
+  Tensor x(DType::kFloat32, {1});
+  Tensor y(DType::kFloat32, {1});
+  std::string message = testing::error_of([&] { world->communicator()->all_reduce(x, y, ReduceOp::kSum, {.tag = "after"}); });
+  std::fprintf(stderr, "%s\n", message.c_str());
+  const bool named = message.find("'late'") != std::string::npos && message.find("aborted") != std::string::npos;
+  std::_Exit(named ? 0 : 1);  // no teardown of an aborted world
+}
+
+TEST_F(NcclOnGpu, ACallTheStreamDoesNotReachInTimeAbortsTheWorldNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(run_a_call_the_stream_does_not_reach_in_time(), ::testing::ExitedWithCode(0), "did not finish within");
 }
 
 // LeNet, 4 steps of momentum SGD on seeded random images: the GPU's losses

@@ -30,15 +30,52 @@ void make_current(const Device& device, const std::string& where) {
   if (status != cudaSuccess) throw Error(ErrorKind::kDevice, where + ": cudaSetDevice failed: " + cuda_message(status));
 }
 
+// The events a stream records, kept for reuse: creating and destroying a
+// cudaEvent_t per launch costs microseconds of driver work on every step.
+// An event goes back to the pool when the last holder of its CudaEvent lets
+// go; recording it again is then safe (a stream that waited on it captured
+// its state when it asked).
+class EventPool {
+ public:
+  EventPool() = default;
+  ~EventPool() {
+    for (cudaEvent_t event : free_) cudaEventDestroy(event);
+  }
+  EventPool(const EventPool&) = delete;
+  EventPool& operator=(const EventPool&) = delete;
+
+  // A free event, or a new one (nullptr with `status` set when CUDA refuses).
+  cudaEvent_t take(cudaError_t& status) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        cudaEvent_t event = free_.back();
+        free_.pop_back();
+        status = cudaSuccess;
+        return event;
+      }
+    }
+    cudaEvent_t event = nullptr;
+    status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    return status == cudaSuccess ? event : nullptr;
+  }
+  void give_back(cudaEvent_t event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(event);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<cudaEvent_t> free_;
+};
+
 class CudaEvent final : public Event {
  public:
-  // `where` names the device and stream the event was recorded on ("cuda:0 stream compute").
-  CudaEvent(std::string where, cudaEvent_t event) : where_(std::move(where)), event_(event) {}
-  ~CudaEvent() override {
-    // Destroying an event whose work is still pending is allowed: CUDA
-    // releases it once the work completes.
-    cudaEventDestroy(event_);
-  }
+  // `where` names the device and stream the event was recorded on ("cuda:0
+  // stream compute"); the event returns to `pool` when this object dies.
+  CudaEvent(std::string where, cudaEvent_t event, std::shared_ptr<EventPool> pool)
+      : where_(std::move(where)), event_(event), pool_(std::move(pool)) {}
+  ~CudaEvent() override { pool_->give_back(event_); }
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
 
@@ -50,9 +87,13 @@ class CudaEvent final : public Event {
   void synchronize(std::chrono::milliseconds timeout, const std::string& what) const override {
     const auto start = std::chrono::steady_clock::now();
     const auto deadline = start + timeout;
-    // Short steps at first (a kernel's event is usually done in microseconds),
-    // growing to 1 ms so a long wait costs the host little.
-    auto pause = std::chrono::microseconds(2);
+    // Spin (yielding) for the first 200 us: a kernel's event is usually
+    // done within tens of microseconds, and any sleep, however short it is
+    // asked to be, lasts the kernel's timer slack (about 50 us on Linux),
+    // which a step would pay every time. Then sleep, in steps growing to
+    // 1 ms, so a long wait costs the host little.
+    const auto spin_until = start + std::chrono::microseconds(200);
+    auto pause = std::chrono::microseconds(50);
     while (true) {
       cudaError_t status = cudaEventQuery(event_);
       if (status == cudaSuccess) return;
@@ -60,10 +101,15 @@ class CudaEvent final : public Event {
         cudaGetLastError();  // a non-sticky error must not leak into the next call on this thread
         throw Error(ErrorKind::kDevice, what + " on " + where_ + " failed: " + cuda_message(status));
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
         throw Error(ErrorKind::kDevice, what + " on " + where_ + " did not finish within " +
                                             std::to_string(waited.count()) + " ms");
+      }
+      if (now < spin_until) {
+        std::this_thread::yield();
+        continue;
       }
       std::this_thread::sleep_for(pause);
       pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
@@ -73,6 +119,7 @@ class CudaEvent final : public Event {
  private:
   std::string where_;
   cudaEvent_t event_;
+  std::shared_ptr<EventPool> pool_;
 };
 
 class CudaStream final : public Stream {
@@ -122,10 +169,10 @@ class CudaStream final : public Stream {
 
   std::shared_ptr<Event> record() override {
     make_current(device_, where_);
-    cudaEvent_t event = nullptr;
-    cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    if (status != cudaSuccess) fail("cudaEventCreateWithFlags", status);
-    auto recorded = std::make_shared<CudaEvent>(where_, event);  // owns it from here on
+    cudaError_t status = cudaSuccess;
+    cudaEvent_t event = events_->take(status);
+    if (event == nullptr) fail("cudaEventCreateWithFlags", status);
+    auto recorded = std::make_shared<CudaEvent>(where_, event, events_);  // owns it from here on
     status = cudaEventRecord(event, stream_);
     if (status != cudaSuccess) fail("cudaEventRecord", status);
     return recorded;
@@ -156,6 +203,7 @@ class CudaStream final : public Stream {
   std::string where_;
   std::chrono::milliseconds wait_timeout_;
   cudaStream_t stream_ = nullptr;
+  std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();  // outlives the stream while its events live
 };
 
 // The process's pinned host memory, cached (pinning costs a system call and

@@ -1,50 +1,33 @@
 #include "distributed/nccl/nccl_library.h"
 
-#include <dlfcn.h>
-
+#include "core/cuda/cuda_library.h"
 #include "core/error.h"
 
 namespace weir {
 
 namespace {
 
-template <typename Function>
-void resolve(void* library, const char* name, Function& function) {
-  function = reinterpret_cast<Function>(dlsym(library, name));
-  if (function == nullptr) {
-    throw Error(ErrorKind::kUnsupported, std::string("NCCL has no ") + name + ": " + dlerror());
-  }
-}
-
 NcclApi load_nccl() {
-  const std::string name = "libnccl.so." + std::to_string(NCCL_MAJOR);
-  void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  std::string first_error = library == nullptr ? dlerror() : "";
-#ifdef WEIR_CUDA_LIBRARY_DIR
-  if (library == nullptr) library = dlopen((std::string(WEIR_CUDA_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
-#endif
-  if (library == nullptr) {
-    throw Error(ErrorKind::kUnsupported, "an NCCL world needs NCCL, and " + name + " could not be loaded (" +
-                                             first_error + "); put CUDA's lib64 directory on LD_LIBRARY_PATH");
-  }
+  const cuda::CudaLibrary library("NCCL", "libnccl.so." + std::to_string(NCCL_MAJOR), "an NCCL world needs NCCL",
+                                  "CUDA's lib64 directory");
   // Never closed: communicators live until the process ends.
   NcclApi api{};
-  resolve(library, "ncclGetVersion", api.get_version);
-  resolve(library, "ncclGetUniqueId", api.get_unique_id);
-  resolve(library, "ncclCommInitRankConfig", api.comm_init_rank_config);
-  resolve(library, "ncclCommAbort", api.comm_abort);
-  resolve(library, "ncclCommDestroy", api.comm_destroy);
-  resolve(library, "ncclCommGetAsyncError", api.comm_get_async_error);
-  resolve(library, "ncclGetErrorString", api.get_error_string);
-  resolve(library, "ncclGetLastError", api.get_last_error);
-  resolve(library, "ncclAllReduce", api.all_reduce);
-  resolve(library, "ncclBroadcast", api.broadcast);
-  resolve(library, "ncclAllGather", api.all_gather);
-  resolve(library, "ncclReduceScatter", api.reduce_scatter);
-  resolve(library, "ncclSend", api.send);
-  resolve(library, "ncclRecv", api.recv);
-  resolve(library, "ncclGroupStart", api.group_start);
-  resolve(library, "ncclGroupEnd", api.group_end);
+  library.resolve("ncclGetVersion", api.get_version);
+  library.resolve("ncclGetUniqueId", api.get_unique_id);
+  library.resolve("ncclCommInitRankConfig", api.comm_init_rank_config);
+  library.resolve("ncclCommAbort", api.comm_abort);
+  library.resolve("ncclCommDestroy", api.comm_destroy);
+  library.resolve("ncclCommGetAsyncError", api.comm_get_async_error);
+  library.resolve("ncclGetErrorString", api.get_error_string);
+  library.resolve("ncclGetLastError", api.get_last_error);
+  library.resolve("ncclAllReduce", api.all_reduce);
+  library.resolve("ncclBroadcast", api.broadcast);
+  library.resolve("ncclAllGather", api.all_gather);
+  library.resolve("ncclReduceScatter", api.reduce_scatter);
+  library.resolve("ncclSend", api.send);
+  library.resolve("ncclRecv", api.recv);
+  library.resolve("ncclGroupStart", api.group_start);
+  library.resolve("ncclGroupEnd", api.group_end);
   return api;
 }
 

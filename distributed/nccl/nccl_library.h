@@ -8,7 +8,8 @@
 //
 // The library is found as libnccl.so.<major of the headers built against>
 // on the loader's path (LD_LIBRARY_PATH, the binary's RUNPATH), then in the
-// toolkit directory the build was configured with.
+// toolkit directory the build was configured with (cuda::CudaLibrary,
+// core/cuda/cuda_library.h).
 #pragma once
 
 #include <nccl.h>

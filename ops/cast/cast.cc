@@ -34,12 +34,7 @@ To convert(From value) {
 
 class CastKernel final : public OpKernel {
  public:
-  explicit CastKernel(const Node& node) : to_(static_cast<DType>(node.attr("to").i())) {
-    if (!is_valid_dtype(static_cast<int32_t>(to_))) {
-      throw Error(ErrorKind::kInvalidArgument, "Cast 'to' = " + std::to_string(node.attr("to").i()) +
-                                                   " is not a Weir dtype code").with_node(node.name());
-    }
-  }
+  explicit CastKernel(const Node& node) : to_(cast_target(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -56,6 +51,15 @@ class CastKernel final : public OpKernel {
 };
 
 }  // namespace
+
+DType cast_target(const Node& node) {
+  const auto to = static_cast<DType>(node.attr("to").i());
+  if (!is_valid_dtype(static_cast<int32_t>(to))) {
+    throw Error(ErrorKind::kInvalidArgument, "Cast 'to' = " + std::to_string(node.attr("to").i()) +
+                                                 " is not a Weir dtype code").with_node(node.name());
+  }
+  return to;
+}
 
 void cast_elements(DType from, const void* in, DType to, void* out, int64_t count) {
   dispatch_dtype(from, [&]<typename From>() {

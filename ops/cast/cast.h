@@ -15,4 +15,8 @@ void register_cast_cpu_kernel(KernelRegistry& registry);
 // Converts `count` elements from `in` (of `from`) to `out` (of `to`).
 void cast_elements(DType from, const void* in, DType to, void* out, int64_t count);
 
+// Cast's "to" attribute; throws naming the node unless it is a Weir dtype
+// code. Shared with the CUDA kernel (ops/cuda/cast_kernels.cc).
+DType cast_target(const Node& node);
+
 }  // namespace weir

@@ -1,18 +1,11 @@
 #include "ops/cuda/batch_norm_device.h"
 
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
-
-int blocks_for(int64_t count) {
-  const int64_t wanted = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
-}
 
 // Sums kValues per-thread values over the block, in a fixed order; every
 // thread gets the totals. blockDim.x == kThreads.
@@ -144,22 +137,13 @@ __global__ void batch_norm_grad(const T* dy, const T* x, const T* scale, const d
   }
 }
 
-template <typename F>
-void dispatch(ElementType type, F&& f) {
-  switch (type) {
-    case ElementType::kFloat32: f(float{}); return;
-    case ElementType::kFloat16: f(__half{}); return;
-    case ElementType::kBFloat16: f(__nv_bfloat16{}); return;
-  }
-}
-
 int channel_blocks(int64_t channels) { return static_cast<int>(channels < kMaxBlocks ? channels : kMaxBlocks); }
 
 }  // namespace
 
 void launch_batch_norm_stats(ElementType type, const void* x, int64_t batch, int64_t channels, int64_t plane,
                              double* mean, double* var, cudaStream_t stream) {
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     batch_norm_stats<T><<<channel_blocks(channels), kThreads, 0, stream>>>(static_cast<const T*>(x), batch, channels,
                                                                            plane, mean, var);
@@ -167,7 +151,7 @@ void launch_batch_norm_stats(ElementType type, const void* x, int64_t batch, int
 }
 
 void launch_to_f64(ElementType type, const void* src, double* dst, int64_t count, cudaStream_t stream) {
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     to_f64<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(src), dst, count);
   });
@@ -176,7 +160,7 @@ void launch_to_f64(ElementType type, const void* src, double* dst, int64_t count
 void launch_batch_norm_coefficients(ElementType type, const void* scale, const void* bias, const double* mean,
                                     const double* var, double epsilon, int64_t channels, float* a, float* b,
                                     cudaStream_t stream) {
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     batch_norm_coefficients<T><<<blocks_for(channels), kThreads, 0, stream>>>(
         static_cast<const T*>(scale), static_cast<const T*>(bias), mean, var, epsilon, channels, a, b);
@@ -186,7 +170,7 @@ void launch_batch_norm_coefficients(ElementType type, const void* scale, const v
 void launch_batch_norm_apply(ElementType type, const void* x, const float* a, const float* b, void* y, int64_t batch,
                              int64_t channels, int64_t plane, cudaStream_t stream) {
   const int64_t count = batch * channels * plane;
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     batch_norm_apply<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(x), a, b, static_cast<T*>(y),
                                                                     channels, plane, count);
@@ -195,7 +179,7 @@ void launch_batch_norm_apply(ElementType type, const void* x, const float* a, co
 
 void launch_running_statistic(ElementType type, const void* running, const double* batch_value, double momentum,
                               bool update, void* out, int64_t channels, cudaStream_t stream) {
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     running_statistic<T><<<blocks_for(channels), kThreads, 0, stream>>>(static_cast<const T*>(running), batch_value,
                                                                         momentum, update, static_cast<T*>(out), channels);
@@ -205,7 +189,7 @@ void launch_running_statistic(ElementType type, const void* running, const doubl
 void launch_batch_norm_grad(ElementType type, const void* dy, const void* x, const void* scale, const double* mean,
                             const double* var, double epsilon, bool batch_stats, void* dx, void* dscale, void* dbias,
                             int64_t batch, int64_t channels, int64_t plane, cudaStream_t stream) {
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     batch_norm_grad<T><<<channel_blocks(channels), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(scale), mean, var, epsilon,

@@ -6,6 +6,7 @@
 
 #include "ops/cuda/batch_norm_device.h"
 #include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/kernel_scratch.h"
 
 namespace weir {
@@ -14,14 +15,7 @@ namespace {
 
 using cuda::ElementType;
 
-ElementType element_type(const KernelContext& ctx, const Tensor& t) {
-  switch (t.dtype()) {
-    case DType::kFloat32: return ElementType::kFloat32;
-    case DType::kFloat16: return ElementType::kFloat16;
-    case DType::kBFloat16: return ElementType::kBFloat16;
-    default: ctx.fail("the CUDA kernel takes f32, f16 or bf16, got " + t.type_string());
-  }
-}
+using cuda::element_type;
 
 double epsilon_of(const Node& node) { return node.has_attr("epsilon") ? node.attr("epsilon").f() : 1e-5; }
 bool training_of(const Node& node) { return node.has_attr("training_mode") && node.attr("training_mode").i() != 0; }

@@ -4,18 +4,11 @@
 #include <type_traits>
 
 #include "ops/cuda/element_compute.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
-
-int blocks_for(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
 
 // ops/cast/cast.cc's convert(), case by case.
 template <typename To, typename From>

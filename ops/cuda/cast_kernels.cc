@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/cast/cast.h"
 #include "ops/cuda/cast_device.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/dtype_sets.h"
@@ -33,12 +34,7 @@ cuda::CastType cast_type(DType dtype) {
 
 class CastCudaKernel final : public OpKernel {
  public:
-  explicit CastCudaKernel(const Node& node) : to_(static_cast<DType>(node.attr("to").i())) {
-    if (!is_valid_dtype(static_cast<int32_t>(to_))) {
-      throw Error(ErrorKind::kInvalidArgument, "Cast 'to' = " + std::to_string(node.attr("to").i()) +
-                                                   " is not a Weir dtype code").with_node(node.name());
-    }
-  }
+  explicit CastCudaKernel(const Node& node) : to_(cast_target(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);

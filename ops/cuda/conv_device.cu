@@ -1,21 +1,11 @@
 #include "ops/cuda/conv_device.h"
 
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
-
-int blocks_for(int64_t count) {
-  const int64_t wanted = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
-}
-
-__device__ inline int64_t global_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 template <typename S, typename D>
 __global__ void shifted_copy(const S* src, D* dst, conv::Shift shift, int64_t count) {
@@ -34,11 +24,20 @@ __global__ void channels_first(const T* src, float* dst, int64_t channels, int64
 }
 
 template <typename T>
-__global__ void conv_epilogue(const float* sums, const T* bias, const T* z, T* y, int64_t channels, int64_t plane,
-                              bool channels_last, conv::Activation activation, int64_t count) {
+__global__ void channels_last(const T* src, T* dst, int64_t channels, int64_t plane, int64_t count) {
+  // i indexes dst [N, plane, C]: neighbouring threads write neighbouring elements.
+  for (int64_t i = global_index(); i < count; i += grid_stride()) {
+    dst[i] = src[conv::channels_first_source(i, channels, plane)];
+  }
+}
+
+template <typename S, typename T>
+__global__ void conv_epilogue(const S* sums, bool sums_in_y_layout, const T* bias, const T* z, T* y, int64_t channels,
+                              int64_t plane, bool channels_last, conv::Activation activation, int64_t count) {
   for (int64_t i = global_index(); i < count; i += grid_stride()) {
     int64_t k = 0;
-    float value = sums[conv::epilogue_source(i, channels, plane, channels_last, k)];
+    const int64_t source = conv::epilogue_source(i, channels, plane, channels_last, k);
+    float value = load(sums[sums_in_y_layout ? i : source]);
     if (bias != nullptr) value += load(bias[k]);
     if (z != nullptr) value += load(z[i]);
     y[i] = store<T>(activation.apply(value));
@@ -69,15 +68,6 @@ __global__ void conv_bias_grad(const T* dy, D* db, int64_t batch, int64_t channe
   }
 }
 
-template <typename F>
-void dispatch(ElementType type, F&& f) {
-  switch (type) {
-    case ElementType::kFloat32: f(float{}); return;
-    case ElementType::kFloat16: f(__half{}); return;
-    case ElementType::kBFloat16: f(__nv_bfloat16{}); return;
-  }
-}
-
 }  // namespace
 
 void launch_shifted_copy(ElementType src_type, const void* src, const Spatial3& src_sizes, ElementType dst_type,
@@ -90,9 +80,9 @@ void launch_shifted_copy(ElementType src_type, const void* src, const Spatial3& 
     shift.offset[a] = offset[a];
   }
   const int64_t count = planes * dst_sizes.volume();
-  dispatch(src_type, [&](auto s) {
+  with_element_type(src_type, [&](auto s) {
     using S = decltype(s);
-    dispatch(dst_type, [&](auto d) {
+    with_element_type(dst_type, [&](auto d) {
       using D = decltype(d);
       shifted_copy<S, D><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst),
                                                                       shift, count);
@@ -103,31 +93,43 @@ void launch_shifted_copy(ElementType src_type, const void* src, const Spatial3& 
 void launch_channels_first_f32(ElementType type, const void* src, float* dst, int64_t batch, int64_t channels,
                                int64_t plane, cudaStream_t stream) {
   const int64_t count = batch * channels * plane;
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     channels_first<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(src), dst, channels, plane, count);
   });
 }
 
-void launch_conv_epilogue(ElementType type, const float* sums, const void* bias, const void* z, void* y, int64_t batch,
-                          int64_t channels, int64_t plane, bool channels_last, ConvActivation activation, float alpha,
-                          float beta, cudaStream_t stream) {
+void launch_channels_last(ElementType type, const void* src, void* dst, int64_t batch, int64_t channels, int64_t plane,
+                          cudaStream_t stream) {
   const int64_t count = batch * channels * plane;
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
-    conv_epilogue<T><<<blocks_for(count), kThreads, 0, stream>>>(sums, static_cast<const T*>(bias),
-                                                                  static_cast<const T*>(z), static_cast<T*>(y), channels,
-                                                                  plane, channels_last, conv::Activation{activation, alpha, beta},
-                                                                  count);
+    channels_last<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst),
+                                                                 channels, plane, count);
+  });
+}
+
+void launch_conv_epilogue(ElementType type, ElementType sums_type, const void* sums, bool sums_in_y_layout,
+                          const void* bias, const void* z, void* y, int64_t batch, int64_t channels, int64_t plane,
+                          bool channels_last, ConvActivation activation, float alpha, float beta, cudaStream_t stream) {
+  const int64_t count = batch * channels * plane;
+  with_element_type(type, [&](auto t) {
+    using T = decltype(t);
+    with_element_type(sums_type, [&](auto s) {
+      using S = decltype(s);
+      conv_epilogue<S, T><<<blocks_for(count), kThreads, 0, stream>>>(
+          static_cast<const S*>(sums), sums_in_y_layout, static_cast<const T*>(bias), static_cast<const T*>(z),
+          static_cast<T*>(y), channels, plane, channels_last, conv::Activation{activation, alpha, beta}, count);
+    });
   });
 }
 
 void launch_conv_bias_grad(ElementType type, const void* dy, ElementType db_type, void* db, int64_t batch,
                            int64_t channels, int64_t plane, cudaStream_t stream) {
   const int blocks = static_cast<int>(channels < kMaxBlocks ? channels : kMaxBlocks);
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
-    dispatch(db_type, [&](auto d) {
+    with_element_type(db_type, [&](auto d) {
       using D = decltype(d);
       conv_bias_grad<T, D><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<D*>(db), batch,
                                                              channels, plane);

@@ -34,15 +34,21 @@ void launch_shifted_copy(ElementType src_type, const void* src, const Spatial3& 
 void launch_channels_first_f32(ElementType type, const void* src, float* dst, int64_t batch, int64_t channels,
                                int64_t plane, cudaStream_t stream);
 
-// y = activation(sums + bias[k] + z): sums (the convolution's) are f32
-// [N, K, plane]; y, z and bias (z and bias may be null) are `type`, y and z
-// [N, K, plane] or, when channels_last, [N, plane, K]. z may be y's memory;
-// sums may be y's memory when type is f32 and the layout channels-first.
-// The additions and the activation are in f32, rounded once to `type`, as
-// the CPU kernel's.
-void launch_conv_epilogue(ElementType type, const float* sums, const void* bias, const void* z, void* y, int64_t batch,
-                          int64_t channels, int64_t plane, bool channels_last, ConvActivation activation, float alpha,
-                          float beta, cudaStream_t stream);
+// dst [N, plane, C] from src [N, C, plane], both of `type` (a weight
+// [K, C/group, kernel...] to cuDNN's KRSC).
+void launch_channels_last(ElementType type, const void* src, void* dst, int64_t batch, int64_t channels, int64_t plane,
+                          cudaStream_t stream);
+
+// y = activation(sums + bias[k] + z): sums (the convolution's) are
+// `sums_type` (f32, or the data's type where cuDNN wrote them in it),
+// [N, K, plane], or in y's layout where sums_in_y_layout; y, z and bias (z
+// and bias may be null) are `type`, y and z [N, K, plane] or, when
+// channels_last, [N, plane, K]. z may be y's memory; sums may be y's memory
+// when they are in y's layout and type. The additions and the activation
+// are in f32, rounded once to `type`, as the CPU kernel's.
+void launch_conv_epilogue(ElementType type, ElementType sums_type, const void* sums, bool sums_in_y_layout,
+                          const void* bias, const void* z, void* y, int64_t batch, int64_t channels, int64_t plane,
+                          bool channels_last, ConvActivation activation, float alpha, float beta, cudaStream_t stream);
 
 // db[k] = sum of dy[n, k, s] over n and s, in f32; dy is `type`, db
 // `db_type` (f32 for a wide gradient). channels > 0.

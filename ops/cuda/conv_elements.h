@@ -44,6 +44,13 @@ WEIR_HOST_DEVICE inline int64_t channels_last_source(int64_t i, int64_t channels
   return (n * plane + s) * channels + c;
 }
 
+// Element `i` of [N, plane, C] (channels last) comes from this element of
+// [N, C, plane]: the inverse of channels_last_source.
+WEIR_HOST_DEVICE inline int64_t channels_first_source(int64_t i, int64_t channels, int64_t plane) {
+  const int64_t c = i % channels, rest = i / channels, s = rest % plane, n = rest / plane;
+  return (n * channels + c) * plane + s;
+}
+
 // Output element `i` (of [N, K, plane], or [N, plane, K] when
 // channels_last) is convolution element (return value) of [N, K, plane],
 // in channel `k`.

@@ -7,10 +7,12 @@
 
 #include "ops/cuda/conv_device.h"
 #include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/cudnn_conv.h"
 #include "ops/cuda/kernel_scratch.h"
 #include "ops/elementwise/fused_activation.h"
 #include "ops/nn/channels_last.h"
+#include "ops/nn/conv_kernels.h"
 #include "ops/nn/conv_problem.h"
 #include "ops/wide_output.h"
 
@@ -20,14 +22,7 @@ namespace {
 
 using cuda::ElementType;
 
-ElementType element_type(const KernelContext& ctx, DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return ElementType::kFloat32;
-    case DType::kFloat16: return ElementType::kFloat16;
-    case DType::kBFloat16: return ElementType::kBFloat16;
-    default: ctx.fail("the CUDA kernel takes f32, f16 or bf16, got " + std::string(dtype_name(dtype)));
-  }
-}
+using cuda::element_type;
 
 cuda::ConvActivation device_activation(FusedActivation::Kind kind) {
   switch (kind) {
@@ -50,21 +45,6 @@ cuda::Spatial3 spatial(const std::array<int64_t, 3>& sizes) {
   return s;
 }
 
-bool is_empty(const std::vector<int64_t>& sizes) {
-  for (int64_t size : sizes) {
-    if (size == 0) return true;
-  }
-  return false;
-}
-
-void check_same_dtype(const KernelContext& ctx, DType dtype) {
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (ctx.has_input(i) && ctx.input(i).dtype() != dtype) {
-      ctx.fail("input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.input(i).dtype())) + "; expected " +
-               std::string(dtype_name(dtype)));
-    }
-  }
-}
 
 bool same_problem(const ConvProblem& a, const ConvProblem& b) {
   return a.batch == b.batch && a.in_channels == b.in_channels && a.out_channels == b.out_channels &&
@@ -87,24 +67,42 @@ struct ConvOperands {
 };
 
 // One direction of a convolution through cuDNN, for one kernel: the plan
-// for the last problem, and the scratch that stages operands in f32 (and
-// padded) where they are not already, and cuDNN's workspace.
+// for the last problem, and the scratch that stages operands where they
+// are not already in the form cuDNN reads, and cuDNN's workspace.
+//
+// f16 and bf16 data whose result has the data's type run natively: cuDNN
+// reads and writes the 16-bit data (tensor cores, f32 accumulation), the
+// result rounded once. A channels-last input (FusedConv's NHWC, one or two
+// spatial axes) stays channels-last, with the weight put in cuDNN's KRSC
+// order and the result written channels-last. Everything else widens to
+// f32 on the device and runs in f32 (FMA math): f32 data, a wider result
+// (an f32 weight gradient of 16-bit data: cuDNN writes a half filter
+// gradient for half data), 3-D channels-last data, and problems cuDNN has
+// no 16-bit algorithm for.
 class ConvRunner {
  public:
+  // The layout run() writes the result of `direction` of `p` in for these
+  // arguments: channels-last where the run is native on channels-last
+  // input, else [N, C, spatial...]. Plans the problem (kept for run()).
+  bool result_channels_last(KernelContext& ctx, ConvDirection direction, const ConvProblem& p, ElementType type,
+                            bool in_channels_last, ElementType dest_type) {
+    cuda::CudnnHandle handle(ctx.stream()->device().index);
+    return plan(ctx, handle.get(), direction, p, type, in_channels_last, dest_type).format().channels_last;
+  }
+
   // Enqueues `direction` of `p` and writes the result, in p's sizes, to
-  // `dest` as `dest_type` (dest may be an output tensor or f32 scratch).
+  // `dest` as `dest_type` (dest may be an output tensor or scratch), in the
+  // layout result_channels_last() gives.
   void run(KernelContext& ctx, ConvDirection direction, const ConvProblem& p, ElementType type,
            const ConvOperands& operands, void* dest, ElementType dest_type) {
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::CudnnHandle handle(ctx.stream()->device().index);
     cuda::cudnn_check(cuda::cudnn().set_stream(handle.get(), stream), where(ctx) + ": cudnnSetStream");
-    if (!plan_ || planned_direction_ != direction || !same_problem(planned_, p)) {
-      plan_.reset();
-      plan_.emplace(p, direction, handle.get(), where(ctx));
-      planned_ = p;
-      planned_direction_ = direction;
+    const cuda::CudnnConv& conv = plan(ctx, handle.get(), direction, p, type, operands.in_channels_last, dest_type);
+    if (conv.format().data != CUDNN_DATA_FLOAT) {
+      run_native(ctx, handle.get(), conv, direction, p, type, operands, dest);
+      return;
     }
-    const cuda::CudnnConv& conv = *plan_;
     const cuda::CudnnConvGeometry& g = conv.geometry();
     const bool f32 = type == ElementType::kFloat32;
 
@@ -188,9 +186,94 @@ class ConvRunner {
   }
 
  private:
+  static cudnnDataType_t cudnn_type(ElementType type) {
+    switch (type) {
+      case ElementType::kFloat32: return CUDNN_DATA_FLOAT;
+      case ElementType::kFloat16: return CUDNN_DATA_HALF;
+      case ElementType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+    }
+    return CUDNN_DATA_FLOAT;
+  }
+
+  // The plan for these arguments: the last one if they are the last's.
+  const cuda::CudnnConv& plan(KernelContext& ctx, cudnnHandle_t handle, ConvDirection direction, const ConvProblem& p,
+                              ElementType type, bool in_channels_last, ElementType dest_type) {
+    const bool native = type != ElementType::kFloat32 && dest_type == type && !(in_channels_last && p.spatial_rank > 2);
+    const cuda::CudnnConvFormat wanted{.data = native ? cudnn_type(type) : CUDNN_DATA_FLOAT,
+                                       .channels_last = native && in_channels_last};
+    if (plan_ && planned_direction_ == direction && same_problem(planned_, p) && planned_format_ == wanted) return *plan_;
+    plan_.reset();
+    plan_.emplace(p, direction, wanted, handle, where(ctx));
+    if (!plan_->usable()) {
+      plan_.reset();
+      plan_.emplace(p, direction, cuda::CudnnConvFormat{}, handle, where(ctx));
+    }
+    planned_ = p;
+    planned_direction_ = direction;
+    planned_format_ = wanted;
+    return *plan_;
+  }
+
+  // A run on the 16-bit data itself: only asymmetric pads (a padded copy
+  // of the input side, or a cropped copy of a data gradient) and a
+  // channels-last weight are staged, in the data's type.
+  void run_native(KernelContext& ctx, cudnnHandle_t handle, const cuda::CudnnConv& conv, ConvDirection direction,
+                  const ConvProblem& p, ElementType type, const ConvOperands& operands, void* dest) {
+    cudaStream_t stream = cuda::cuda_stream(ctx);
+    const cuda::CudnnConvGeometry& g = conv.geometry();
+    const bool last = conv.format().channels_last;
+    constexpr size_t kElement = 2;  // f16 and bf16
+    const int64_t padded_in_count = p.batch * p.in_channels * g.problem.in_plane();
+    const int64_t weight_count = p.out_channels * (p.in_channels / p.group) * p.kernel_volume();
+    const bool result_is_in = direction == ConvDirection::kBackwardData;
+    const bool stage_in = operands.in != nullptr && g.explicit_padding;
+    const bool stage_weight = operands.weight != nullptr && last;
+    const bool stage_result = result_is_in && g.explicit_padding;
+    std::vector<void*> parts = scratch_.reserve(
+        ctx, {stage_in ? static_cast<size_t>(padded_in_count) * kElement : 0,
+              stage_weight ? static_cast<size_t>(weight_count) * kElement : 0,
+              stage_result ? static_cast<size_t>(padded_in_count) * kElement : 0, conv.workspace_bytes()});
+
+    const void* in = operands.in != nullptr ? operands.in->raw_data() : nullptr;
+    if (stage_in) {
+      const int64_t pad_offset[3] = {-g.input_offset[0], -g.input_offset[1], -g.input_offset[2]};
+      if (!last) {
+        cuda::launch_shifted_copy(type, in, spatial(p.in), type, parts[0], spatial(g.problem.in), pad_offset,
+                                  p.batch * p.in_channels, stream);
+      } else {
+        const cuda::ChannelsLastPadding padding = cuda::channels_last_padding(g, p);
+        cuda::launch_shifted_copy(type, in, spatial(padding.from), type, parts[0], spatial(padding.to), padding.offset,
+                                  p.batch, stream);
+      }
+      cuda::check_launch(ctx, "shifted_copy (pad)");
+      in = parts[0];
+    }
+    const void* weight = operands.weight != nullptr ? operands.weight->raw_data() : nullptr;
+    if (stage_weight) {
+      cuda::launch_channels_last(type, weight, parts[1], p.out_channels, p.in_channels / p.group, p.kernel_volume(),
+                                 stream);
+      cuda::check_launch(ctx, "channels_last (weight to KRSC)");
+      weight = parts[1];
+    }
+    const void* out = operands.out != nullptr ? operands.out->raw_data() : nullptr;
+    void* result = stage_result ? parts[2] : dest;
+    switch (direction) {
+      case ConvDirection::kForward: conv.run(handle, in, weight, result, parts[3]); break;
+      case ConvDirection::kBackwardData: conv.run(handle, out, weight, result, parts[3]); break;
+      case ConvDirection::kBackwardWeights: conv.run(handle, out, in, result, parts[3]); break;
+    }
+    if (!stage_result) return;
+    // Crop the padded data gradient (the offset is the pads' begin): a copy, no rounding.
+    const int64_t crop[3] = {g.input_offset[0], g.input_offset[1], g.input_offset[2]};
+    cuda::launch_shifted_copy(type, result, spatial(g.problem.in), type, dest, spatial(p.in), crop,
+                              p.batch * p.in_channels, stream);
+    cuda::check_launch(ctx, "shifted_copy (crop)");
+  }
+
   std::optional<cuda::CudnnConv> plan_;
   ConvProblem planned_;
   ConvDirection planned_direction_ = ConvDirection::kForward;
+  cuda::CudnnConvFormat planned_format_;
   cuda::KernelScratch scratch_;
 };
 
@@ -209,26 +292,19 @@ class ConvCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
-    check_same_dtype(ctx, x.dtype());
+    check_conv_inputs_dtype(ctx, x.dtype());
     const ElementType type = element_type(ctx, x.dtype());
     const bool last = channels_last_;
     const ConvProblem p =
         conv_problem(ctx.node(), kind_, last ? channels_first_order(x.sizes()) : x.sizes(), w.sizes());
     const bool forward = kind_ == ConvKind::kForward;
-    std::vector<int64_t> y_sizes = forward ? p.out_sizes() : p.in_sizes();
-    const int64_t y_channels = y_sizes[1];
+    const ConvOutput output = conv_output(ctx, p, forward, last);
+    const std::vector<int64_t>& y_sizes = output.sizes;
+    const int64_t y_channels = output.channels;
     const int64_t y_plane = forward ? p.out_plane() : p.in_plane();
+    const bool empty = output.empty;
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != y_sizes[1])) {
-      ctx.fail("bias has shape " + format_sizes(bias->sizes()) + "; expected [" + std::to_string(y_sizes[1]) +
-               "], one value per output channel");
-    }
-    const bool empty = is_empty(x.sizes()) || is_empty(w.sizes()) || is_empty(y_sizes);
-    if (last) y_sizes = channels_last_order(y_sizes);
     const Tensor* addend = ctx.has_input(3) ? &ctx.input(3) : nullptr;
-    if (addend != nullptr && addend->sizes() != y_sizes) {
-      ctx.fail("the addend Z has shape " + format_sizes(addend->sizes()) + "; expected the output's " + format_sizes(y_sizes));
-    }
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, x, "X");
     cuda::require_on_device(ctx, w, "W");
@@ -238,31 +314,44 @@ class ConvCudaKernel final : public OpKernel {
     if (y.num_elements() == 0) return;
 
     std::lock_guard<std::mutex> lock(mutex_);
-    const bool f32_in_place = type == ElementType::kFloat32 && !last && addend == nullptr;
-    float* conv = nullptr;
+    const ConvDirection direction = forward ? ConvDirection::kForward : ConvDirection::kBackwardData;
+    // The convolution's result (the sums) is in the data's type: f32 for
+    // f32, and for f16/bf16 what cuDNN writes natively (or the widened
+    // run's result rounded once), so with a bias, Z or an activation the
+    // 16-bit result is rounded twice, once here and once after the
+    // epilogue: the price of tensor cores (FusedConv is most of a
+    // ResNet's convolutions). It is written straight into Y where nothing
+    // else reads Y's memory (no Z, which may share it) and the layouts match.
+    ElementType sums_type = type;
+    bool sums_last = false;
+    void* conv = nullptr;
     if (empty) {
       // No products (no input channels): Y = activation(B + Z) over zeros.
-      conv = static_cast<float*>(result_scratch_.reserve(ctx, {y.num_elements() * sizeof(float)})[0]);
+      sums_type = ElementType::kFloat32;
+      conv = result_scratch_.reserve(ctx, {y.num_elements() * sizeof(float)})[0];
       cudaError_t status = cudaMemsetAsync(conv, 0, y.num_elements() * sizeof(float), stream);
       if (status != cudaSuccess) {
         cudaGetLastError();
         ctx.fail(std::string("cudaMemsetAsync failed: ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
       }
     } else {
-      conv = f32_in_place ? static_cast<float*>(y.raw_data())
-                          : static_cast<float*>(result_scratch_.reserve(ctx, {y.num_elements() * sizeof(float)})[0]);
+      sums_last = runner_.result_channels_last(ctx, direction, p, type, forward && last, type);
+      const size_t element = type == ElementType::kFloat32 ? sizeof(float) : 2;
+      conv = addend == nullptr && sums_last == last
+                 ? y.raw_data()
+                 : result_scratch_.reserve(ctx, {static_cast<size_t>(y.num_elements()) * element})[0];
       if (forward) {
-        runner_.run(ctx, ConvDirection::kForward, p, type, {.in = &x, .in_channels_last = last, .weight = &w}, conv,
-                    ElementType::kFloat32);
+        runner_.run(ctx, direction, p, type, {.in = &x, .in_channels_last = last, .weight = &w}, conv, type);
       } else {
-        runner_.run(ctx, ConvDirection::kBackwardData, p, type, {.out = &x, .weight = &w}, conv, ElementType::kFloat32);
+        runner_.run(ctx, direction, p, type, {.out = &x, .weight = &w}, conv, type);
       }
     }
     if (conv != y.raw_data() || bias != nullptr || addend != nullptr || !activation_.none()) {
-      cuda::launch_conv_epilogue(type, conv, bias != nullptr ? bias->raw_data() : nullptr,
-                                 addend != nullptr ? addend->raw_data() : nullptr, y.raw_data(), p.batch,
-                                 y_channels, y_plane, last, device_activation(activation_.kind),
-                                 activation_.alpha, activation_.beta, stream);
+      cuda::launch_conv_epilogue(type, sums_type, conv, /*sums_in_y_layout=*/sums_last == last,
+                                 bias != nullptr ? bias->raw_data() : nullptr,
+                                 addend != nullptr ? addend->raw_data() : nullptr, y.raw_data(), p.batch, y_channels,
+                                 y_plane, last, device_activation(activation_.kind), activation_.alpha,
+                                 activation_.beta, stream);
       cuda::check_launch(ctx, "conv_epilogue");
     }
   }
@@ -276,26 +365,20 @@ class ConvCudaKernel final : public OpKernel {
   cuda::KernelScratch result_scratch_;
 };
 
-bool transposed(const Node& node) { return node.has_attr("transposed") && node.attr("transposed").i() != 0; }
-
 // ConvGradData(dY, W, X) -> dX and ConvGradWeight(dY, X, W) -> dW.
 class ConvGradCudaKernel final : public OpKernel {
  public:
-  ConvGradCudaKernel(const Node& node, bool weight) : weight_(weight), transposed_(transposed(node)) {}
+  ConvGradCudaKernel(const Node& node, bool weight) : weight_(weight), transposed_(conv_grad_transposed(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(weight_ ? 1 : 2);
     const Tensor& w = ctx.input(weight_ ? 2 : 1);
-    check_same_dtype(ctx, dy.dtype());
+    check_conv_inputs_dtype(ctx, dy.dtype());
     const ElementType type = element_type(ctx, dy.dtype());
     const ConvProblem p =
         conv_problem(ctx.node(), transposed_ ? ConvKind::kTranspose : ConvKind::kForward, x.sizes(), w.sizes());
-    const std::vector<int64_t> expected = transposed_ ? p.in_sizes() : p.out_sizes();
-    if (dy.sizes() != expected) {
-      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
-    }
-    const bool empty = is_empty(dy.sizes()) || is_empty(w.sizes()) || is_empty(x.sizes());
+    const bool empty = check_conv_grad(ctx, p, transposed_, dy, x, w);
     const DType grad_dtype = weight_ ? kernel_output_dtype(ctx, dy.dtype()) : dy.dtype();
     const ElementType grad_type = element_type(ctx, grad_dtype);
     cuda::cuda_stream(ctx);
@@ -328,10 +411,9 @@ class ConvGradBiasCudaKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
-    if (dy.rank() < 2) ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; expected [N, C, ...]");
+    const ConvBiasGradShape shape = conv_bias_grad_shape(ctx, dy);
     const ElementType type = element_type(ctx, dy.dtype());
-    const int64_t batch = dy.sizes()[0], channels = dy.sizes()[1];
-    const int64_t plane = batch * channels == 0 ? 0 : dy.num_elements() / (batch * channels);
+    const int64_t batch = shape.batch, channels = shape.channels, plane = shape.plane;
     const DType db_dtype = kernel_output_dtype(ctx, dy.dtype());
     const ElementType db_type = element_type(ctx, db_dtype);
     cudaStream_t stream = cuda::cuda_stream(ctx);

@@ -1,53 +1,35 @@
 #include "ops/cuda/cublaslt_library.h"
 
-#include <dlfcn.h>
-
 #include <map>
 #include <mutex>
 #include <vector>
 
+#include "core/cuda/cuda_library.h"
 #include "core/error.h"
 
 namespace weir::cuda {
 
 namespace {
 
-template <typename Function>
-void resolve(void* library, const char* name, Function& function) {
-  function = reinterpret_cast<Function>(dlsym(library, name));
-  if (function == nullptr) {
-    throw Error(ErrorKind::kUnsupported, std::string("cuBLASLt has no ") + name + ": " + dlerror());
-  }
-}
-
 CublasLtApi load_cublaslt() {
-  const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-  void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  std::string first_error = library == nullptr ? dlerror() : "";
-#ifdef WEIR_CUDA_LIBRARY_DIR
-  if (library == nullptr) library = dlopen((std::string(WEIR_CUDA_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
-#endif
-  if (library == nullptr) {
-    throw Error(ErrorKind::kUnsupported, "CUDA MatMul, Gemm and FusedMatMul need cuBLASLt, and " + name +
-                                             " could not be loaded (" + first_error +
-                                             "); put CUDA's lib64 directory on LD_LIBRARY_PATH");
-  }
+  const CudaLibrary library("cuBLASLt", "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
+                            "CUDA MatMul, Gemm and FusedMatMul need cuBLASLt", "CUDA's lib64 directory");
   // Never closed: kernels hold handles into it for the life of the process.
   CublasLtApi api{};
-  resolve(library, "cublasLtCreate", api.create);
-  resolve(library, "cublasLtMatmulDescCreate", api.matmul_desc_create);
-  resolve(library, "cublasLtMatmulDescDestroy", api.matmul_desc_destroy);
-  resolve(library, "cublasLtMatmulDescSetAttribute", api.matmul_desc_set_attribute);
-  resolve(library, "cublasLtMatrixLayoutCreate", api.layout_create);
-  resolve(library, "cublasLtMatrixLayoutDestroy", api.layout_destroy);
-  resolve(library, "cublasLtMatrixLayoutSetAttribute", api.layout_set_attribute);
-  resolve(library, "cublasLtMatmulPreferenceCreate", api.preference_create);
-  resolve(library, "cublasLtMatmulPreferenceDestroy", api.preference_destroy);
-  resolve(library, "cublasLtMatmulPreferenceSetAttribute", api.preference_set_attribute);
-  resolve(library, "cublasLtMatmulAlgoGetHeuristic", api.algo_get_heuristic);
-  resolve(library, "cublasLtMatmul", api.matmul);
-  resolve(library, "cublasLtGetStatusName", api.status_name);
-  resolve(library, "cublasLtGetStatusString", api.status_string);
+  library.resolve("cublasLtCreate", api.create);
+  library.resolve("cublasLtMatmulDescCreate", api.matmul_desc_create);
+  library.resolve("cublasLtMatmulDescDestroy", api.matmul_desc_destroy);
+  library.resolve("cublasLtMatmulDescSetAttribute", api.matmul_desc_set_attribute);
+  library.resolve("cublasLtMatrixLayoutCreate", api.layout_create);
+  library.resolve("cublasLtMatrixLayoutDestroy", api.layout_destroy);
+  library.resolve("cublasLtMatrixLayoutSetAttribute", api.layout_set_attribute);
+  library.resolve("cublasLtMatmulPreferenceCreate", api.preference_create);
+  library.resolve("cublasLtMatmulPreferenceDestroy", api.preference_destroy);
+  library.resolve("cublasLtMatmulPreferenceSetAttribute", api.preference_set_attribute);
+  library.resolve("cublasLtMatmulAlgoGetHeuristic", api.algo_get_heuristic);
+  library.resolve("cublasLtMatmul", api.matmul);
+  library.resolve("cublasLtGetStatusName", api.status_name);
+  library.resolve("cublasLtGetStatusString", api.status_string);
   return api;
 }
 

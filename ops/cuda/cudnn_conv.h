@@ -1,16 +1,23 @@
-// One convolution problem in one direction through cuDNN, in f32: the
-// descriptors and the algorithm, chosen once (cuDNN's heuristics, no
-// benchmarking runs: a kernel only enqueues work) and kept by the OpKernel
-// for as long as its input shapes stay the same.
+// One convolution problem in one direction through cuDNN: the descriptors
+// and the algorithm, chosen once (cuDNN's heuristics, no benchmarking runs:
+// a kernel only enqueues work) and kept by the OpKernel for as long as its
+// input shapes stay the same.
 //
-//   cuda::CudnnConv conv(problem, ConvDirection::kForward, handle, where);
+//   cuda::CudnnConv conv(problem, ConvDirection::kForward, {CUDNN_DATA_HALF, true}, handle, where);
+//   if (!conv.usable()) ...widen to f32 instead...;
 //   workspace = ...conv.workspace_bytes()...;
 //   conv.run(handle, x, w, y, workspace);      // x in conv.geometry().problem's (padded) sizes
 //
-// The algorithm is the first of cuDNN's ranked list that runs without TF32
-// tensor cores (f32 results then match the CPU's to f32 rounding) and, for
-// the two gradient directions, is deterministic (the same inputs give the
-// same bits, as on the CPU).
+// All three operands have the format's data type; the accumulation is f32
+// (the convolution descriptor's compute type) for every type:
+// - f32: FMA math, and the algorithm is the first of cuDNN's ranked list
+//   that runs without TF32 tensor cores, so f32 results match the CPU's to
+//   f32 rounding;
+// - f16, bf16: tensor-op math (f16 x f16 and bf16 x bf16 products are exact
+//   in f32), only the GEMM-based algorithms (FFT and Winograd transform the
+//   operands at reduced precision), the result rounded once to the type.
+// For the two gradient directions the algorithm is deterministic where
+// cuDNN has one (the same inputs give the same bits, as on the CPU).
 #pragma once
 
 #include <cudnn.h>
@@ -23,25 +30,43 @@
 
 namespace weir::cuda {
 
+// How the operands are stored.
+struct CudnnConvFormat {
+  cudnnDataType_t data = CUDNN_DATA_FLOAT;  // CUDNN_DATA_FLOAT, _HALF or _BFLOAT16
+  // The input and output sides [N, spatial..., C] and the weight
+  // [K, kernel..., C/group] (cuDNN's NHWC and KRSC: tensor cores' own
+  // layout); else [N, C, spatial...] and [K, C/group, kernel...].
+  bool channels_last = false;
+
+  bool operator==(const CudnnConvFormat&) const = default;
+};
+
 class CudnnConv {
  public:
   // Throws weir::Error naming `where` when a size exceeds cuDNN's 32-bit
-  // limits or cuDNN has no algorithm for the problem.
-  CudnnConv(const ConvProblem& problem, ConvDirection direction, cudnnHandle_t handle, const std::string& where);
+  // limits, or, for f32, when cuDNN has no algorithm for the problem.
+  CudnnConv(const ConvProblem& problem, ConvDirection direction, CudnnConvFormat format, cudnnHandle_t handle,
+            const std::string& where);
 
+  // False when cuDNN has no algorithm for a 16-bit format (its heuristics
+  // list none that runs): the caller widens to f32 instead. Always true for f32.
+  bool usable() const { return algorithm_ >= 0; }
   const CudnnConvGeometry& geometry() const { return geometry_; }
+  CudnnConvFormat format() const { return format_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
   int algorithm() const { return algorithm_; }
 
   // Forward: a = in, b = weight, out = out. Backward data: a = d_out,
   // b = weight, out = d_in. Backward weights: a = d_out, b = in,
-  // out = d_weight. f32 device memory in geometry().problem's sizes;
-  // `workspace` holds workspace_bytes(). Enqueues on the handle's stream.
-  void run(cudnnHandle_t handle, const float* a, const float* b, float* out, void* workspace) const;
+  // out = d_weight. Device memory of the format's type and layout in
+  // geometry().problem's sizes; `workspace` holds workspace_bytes().
+  // Enqueues on the handle's stream. Requires usable().
+  void run(cudnnHandle_t handle, const void* a, const void* b, void* out, void* workspace) const;
 
  private:
   CudnnConvGeometry geometry_;
   ConvDirection direction_;
+  CudnnConvFormat format_;
   std::string where_;
   std::unique_ptr<TensorDescriptor> in_, out_;
   std::unique_ptr<FilterDescriptor> filter_;

@@ -39,4 +39,14 @@ CudnnConvGeometry cudnn_conv_geometry(const ConvProblem& original) {
   return g;
 }
 
+ChannelsLastPadding channels_last_padding(const CudnnConvGeometry& g, const ConvProblem& original) {
+  ChannelsLastPadding padding;
+  const bool two = original.spatial_rank == 2;
+  padding.from = {two ? original.in[0] : 1, two ? original.in[1] : original.in[0], original.in_channels};
+  padding.to = {two ? g.problem.in[0] : 1, two ? g.problem.in[1] : g.problem.in[0], original.in_channels};
+  padding.offset[0] = two ? -g.input_offset[0] : 0;
+  padding.offset[1] = -g.input_offset[two ? 1 : 0];
+  return padding;
+}
+
 }  // namespace weir::cuda

@@ -10,6 +10,7 @@
 //   data gradient is computed for it and cropped.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -30,5 +31,15 @@ struct CudnnConvGeometry {
 };
 
 CudnnConvGeometry cudnn_conv_geometry(const ConvProblem& original);
+
+// The explicit padding of a channels-last input [N, spatial..., C] (one or
+// two spatial axes) as a shifted copy (conv_elements.h) of N planes: from
+// [1 or in0, in1, C] to g.problem's padded sizes, the spatial axes shifted
+// by the pads' begin, the channel axis not at all.
+struct ChannelsLastPadding {
+  std::array<int64_t, 3> from{1, 1, 1}, to{1, 1, 1};
+  int64_t offset[3] = {0, 0, 0};
+};
+ChannelsLastPadding channels_last_padding(const CudnnConvGeometry& g, const ConvProblem& original);
 
 }  // namespace weir::cuda

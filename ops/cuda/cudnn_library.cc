@@ -1,62 +1,43 @@
 #include "ops/cuda/cudnn_library.h"
 
-#include <dlfcn.h>
-
 #include <map>
 #include <mutex>
 
+#include "core/cuda/cuda_library.h"
 #include "core/error.h"
 
 namespace weir::cuda {
 
 namespace {
 
-template <typename Function>
-void resolve(void* library, const char* name, Function& function) {
-  function = reinterpret_cast<Function>(dlsym(library, name));
-  if (function == nullptr) {
-    throw Error(ErrorKind::kUnsupported, std::string("cuDNN has no ") + name + ": " + dlerror());
-  }
-}
-
 CudnnApi load_cudnn() {
-  const std::string name = "libcudnn.so." + std::to_string(CUDNN_MAJOR);
-  void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  std::string first_error = library == nullptr ? dlerror() : "";
-#ifdef WEIR_CUDA_LIBRARY_DIR
-  // The shim finds its sub-libraries (libcudnn_cnn, _ops, _graph, the
-  // engines) by its RUNPATH, $ORIGIN, wherever it was opened from.
-  if (library == nullptr) library = dlopen((std::string(WEIR_CUDA_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
-#endif
-  if (library == nullptr) {
-    throw Error(ErrorKind::kUnsupported, "CUDA convolutions need cuDNN, and " + name + " could not be loaded (" +
-                                             first_error + "); put cuDNN's lib directory on LD_LIBRARY_PATH");
-  }
+  const CudaLibrary library("cuDNN", "libcudnn.so." + std::to_string(CUDNN_MAJOR), "CUDA convolutions need cuDNN",
+                            "cuDNN's lib directory");
   // Never closed: kernels hold handles and descriptors from it for the life of the process.
   CudnnApi api{};
-  resolve(library, "cudnnCreate", api.create);
-  resolve(library, "cudnnSetStream", api.set_stream);
-  resolve(library, "cudnnGetErrorString", api.error_string);
-  resolve(library, "cudnnCreateTensorDescriptor", api.create_tensor);
-  resolve(library, "cudnnSetTensorNdDescriptor", api.set_tensor_nd);
-  resolve(library, "cudnnDestroyTensorDescriptor", api.destroy_tensor);
-  resolve(library, "cudnnCreateFilterDescriptor", api.create_filter);
-  resolve(library, "cudnnSetFilterNdDescriptor", api.set_filter_nd);
-  resolve(library, "cudnnDestroyFilterDescriptor", api.destroy_filter);
-  resolve(library, "cudnnCreateConvolutionDescriptor", api.create_convolution);
-  resolve(library, "cudnnSetConvolutionNdDescriptor", api.set_convolution_nd);
-  resolve(library, "cudnnSetConvolutionGroupCount", api.set_group_count);
-  resolve(library, "cudnnSetConvolutionMathType", api.set_math_type);
-  resolve(library, "cudnnDestroyConvolutionDescriptor", api.destroy_convolution);
-  resolve(library, "cudnnGetConvolutionForwardAlgorithm_v7", api.forward_algorithms);
-  resolve(library, "cudnnGetConvolutionForwardWorkspaceSize", api.forward_workspace);
-  resolve(library, "cudnnConvolutionForward", api.forward);
-  resolve(library, "cudnnGetConvolutionBackwardDataAlgorithm_v7", api.backward_data_algorithms);
-  resolve(library, "cudnnGetConvolutionBackwardDataWorkspaceSize", api.backward_data_workspace);
-  resolve(library, "cudnnConvolutionBackwardData", api.backward_data);
-  resolve(library, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", api.backward_filter_algorithms);
-  resolve(library, "cudnnGetConvolutionBackwardFilterWorkspaceSize", api.backward_filter_workspace);
-  resolve(library, "cudnnConvolutionBackwardFilter", api.backward_filter);
+  library.resolve("cudnnCreate", api.create);
+  library.resolve("cudnnSetStream", api.set_stream);
+  library.resolve("cudnnGetErrorString", api.error_string);
+  library.resolve("cudnnCreateTensorDescriptor", api.create_tensor);
+  library.resolve("cudnnSetTensorNdDescriptor", api.set_tensor_nd);
+  library.resolve("cudnnDestroyTensorDescriptor", api.destroy_tensor);
+  library.resolve("cudnnCreateFilterDescriptor", api.create_filter);
+  library.resolve("cudnnSetFilterNdDescriptor", api.set_filter_nd);
+  library.resolve("cudnnDestroyFilterDescriptor", api.destroy_filter);
+  library.resolve("cudnnCreateConvolutionDescriptor", api.create_convolution);
+  library.resolve("cudnnSetConvolutionNdDescriptor", api.set_convolution_nd);
+  library.resolve("cudnnSetConvolutionGroupCount", api.set_group_count);
+  library.resolve("cudnnSetConvolutionMathType", api.set_math_type);
+  library.resolve("cudnnDestroyConvolutionDescriptor", api.destroy_convolution);
+  library.resolve("cudnnGetConvolutionForwardAlgorithm_v7", api.forward_algorithms);
+  library.resolve("cudnnGetConvolutionForwardWorkspaceSize", api.forward_workspace);
+  library.resolve("cudnnConvolutionForward", api.forward);
+  library.resolve("cudnnGetConvolutionBackwardDataAlgorithm_v7", api.backward_data_algorithms);
+  library.resolve("cudnnGetConvolutionBackwardDataWorkspaceSize", api.backward_data_workspace);
+  library.resolve("cudnnConvolutionBackwardData", api.backward_data);
+  library.resolve("cudnnGetConvolutionBackwardFilterAlgorithm_v7", api.backward_filter_algorithms);
+  library.resolve("cudnnGetConvolutionBackwardFilterWorkspaceSize", api.backward_filter_workspace);
+  library.resolve("cudnnConvolutionBackwardFilter", api.backward_filter);
   return api;
 }
 
@@ -73,6 +54,19 @@ HandlePool& handle_pool() {
 std::vector<int> dense_strides(const std::vector<int>& sizes) {
   std::vector<int> strides(sizes.size(), 1);
   for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * sizes[i];
+  return strides;
+}
+
+// Strides of [N, C, spatial...] sizes laid out as [N, spatial..., C].
+std::vector<int> channels_last_strides(const std::vector<int>& sizes) {
+  std::vector<int> strides(sizes.size(), 1);
+  if (sizes.size() < 3) return dense_strides(sizes);
+  int stride = sizes[1];  // C is innermost
+  for (size_t i = sizes.size(); i-- > 2;) {
+    strides[i] = stride;
+    stride *= sizes[i];
+  }
+  strides[0] = stride;
   return strides;
 }
 
@@ -112,10 +106,10 @@ CudnnHandle::~CudnnHandle() {
   pool.free[device_index_].push_back(handle_);
 }
 
-TensorDescriptor::TensorDescriptor(cudnnDataType_t type, const std::vector<int>& sizes) {
+TensorDescriptor::TensorDescriptor(cudnnDataType_t type, const std::vector<int>& sizes, bool channels_last) {
   const CudnnApi& api = cudnn();
   cudnn_check(api.create_tensor(&descriptor_), "cudnnCreateTensorDescriptor");
-  std::vector<int> strides = dense_strides(sizes);
+  std::vector<int> strides = channels_last ? channels_last_strides(sizes) : dense_strides(sizes);
   cudnnStatus_t status = api.set_tensor_nd(descriptor_, type, static_cast<int>(sizes.size()), sizes.data(), strides.data());
   if (status != CUDNN_STATUS_SUCCESS) {
     api.destroy_tensor(descriptor_);
@@ -125,11 +119,10 @@ TensorDescriptor::TensorDescriptor(cudnnDataType_t type, const std::vector<int>&
 
 TensorDescriptor::~TensorDescriptor() { cudnn().destroy_tensor(descriptor_); }
 
-FilterDescriptor::FilterDescriptor(cudnnDataType_t type, const std::vector<int>& sizes) {
+FilterDescriptor::FilterDescriptor(cudnnDataType_t type, const std::vector<int>& sizes, cudnnTensorFormat_t format) {
   const CudnnApi& api = cudnn();
   cudnn_check(api.create_filter(&descriptor_), "cudnnCreateFilterDescriptor");
-  cudnnStatus_t status =
-      api.set_filter_nd(descriptor_, type, CUDNN_TENSOR_NCHW, static_cast<int>(sizes.size()), sizes.data());
+  cudnnStatus_t status = api.set_filter_nd(descriptor_, type, format, static_cast<int>(sizes.size()), sizes.data());
   if (status != CUDNN_STATUS_SUCCESS) {
     api.destroy_filter(descriptor_);
     cudnn_check(status, "cudnnSetFilterNdDescriptor");
@@ -139,7 +132,7 @@ FilterDescriptor::FilterDescriptor(cudnnDataType_t type, const std::vector<int>&
 FilterDescriptor::~FilterDescriptor() { cudnn().destroy_filter(descriptor_); }
 
 ConvolutionDescriptor::ConvolutionDescriptor(const std::vector<int>& pads, const std::vector<int>& strides,
-                                             const std::vector<int>& dilations, int groups) {
+                                             const std::vector<int>& dilations, int groups, cudnnMathType_t math) {
   const CudnnApi& api = cudnn();
   cudnn_check(api.create_convolution(&descriptor_), "cudnnCreateConvolutionDescriptor");
   auto set = [&]() -> std::pair<cudnnStatus_t, const char*> {
@@ -148,7 +141,7 @@ ConvolutionDescriptor::ConvolutionDescriptor(const std::vector<int>& pads, const
     if (status != CUDNN_STATUS_SUCCESS) return {status, "cudnnSetConvolutionNdDescriptor"};
     status = api.set_group_count(descriptor_, groups);
     if (status != CUDNN_STATUS_SUCCESS) return {status, "cudnnSetConvolutionGroupCount"};
-    return {api.set_math_type(descriptor_, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType"};
+    return {api.set_math_type(descriptor_, math), "cudnnSetConvolutionMathType"};
   };
   auto [status, call] = set();
   if (status != CUDNN_STATUS_SUCCESS) {

@@ -1,5 +1,5 @@
-// cuDNN, opened with dlopen on first use instead of linked, as cuBLAS is
-// (cublas_library.h): its engine libraries are close to a gigabyte, which
+// cuDNN, opened on first use instead of linked (core/cuda/cuda_library.h), as
+// cuBLASLt is (cublaslt_library.h): its engine libraries are close to a gigabyte, which
 // no CPU-only process should load. Only the legacy convolution API is used
 // (descriptors, cudnnGet*Algorithm_v7, cudnnConvolution{Forward,
 // BackwardData,BackwardFilter}), which cuDNN 9 still declares and exports
@@ -11,7 +11,7 @@
 //
 // The library is found as libcudnn.so.<major of the headers built against>
 // on the loader's path, then in the toolkit directory the build was
-// configured with.
+// configured with (cuda::CudaLibrary).
 #pragma once
 
 #include <cudnn.h>
@@ -73,10 +73,11 @@ class CudnnHandle {
 };
 
 // Owning descriptors. Sizes are checked against int (the API's type) by the
-// caller; strides are those of a dense row-major tensor.
+// caller; strides are those of a dense row-major tensor, or, where
+// channels_last, of [N, spatial..., C] memory (sizes stay [N, C, spatial...]).
 class TensorDescriptor {
  public:
-  TensorDescriptor(cudnnDataType_t type, const std::vector<int>& sizes);
+  TensorDescriptor(cudnnDataType_t type, const std::vector<int>& sizes, bool channels_last = false);
   ~TensorDescriptor();
   TensorDescriptor(const TensorDescriptor&) = delete;
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
@@ -88,7 +89,9 @@ class TensorDescriptor {
 
 class FilterDescriptor {
  public:
-  FilterDescriptor(cudnnDataType_t type, const std::vector<int>& sizes);  // [K, C/group, kernel...], row-major
+  // Sizes [K, C/group, kernel...]; memory in that order (CUDNN_TENSOR_NCHW)
+  // or [K, kernel..., C/group] (CUDNN_TENSOR_NHWC).
+  FilterDescriptor(cudnnDataType_t type, const std::vector<int>& sizes, cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
   ~FilterDescriptor();
   FilterDescriptor(const FilterDescriptor&) = delete;
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;
@@ -100,10 +103,12 @@ class FilterDescriptor {
 
 class ConvolutionDescriptor {
  public:
-  // Cross-correlation (ONNX's Conv) with f32 accumulation and FMA math: no
-  // TF32 tensor cores, so f32 results match the CPU's to f32 rounding.
+  // Cross-correlation (ONNX's Conv) with f32 accumulation (compute type
+  // CUDNN_DATA_FLOAT whatever the data's type). `math`: CUDNN_FMA_MATH for
+  // f32 data (no TF32 tensor cores, so f32 results match the CPU's to f32
+  // rounding); CUDNN_TENSOR_OP_MATH lets f16/bf16 data use tensor cores.
   ConvolutionDescriptor(const std::vector<int>& pads, const std::vector<int>& strides, const std::vector<int>& dilations,
-                        int groups);
+                        int groups, cudnnMathType_t math = CUDNN_FMA_MATH);
   ~ConvolutionDescriptor();
   ConvolutionDescriptor(const ConvolutionDescriptor&) = delete;
   ConvolutionDescriptor& operator=(const ConvolutionDescriptor&) = delete;

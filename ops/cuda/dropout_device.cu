@@ -1,6 +1,7 @@
 #include "ops/cuda/dropout_device.h"
 
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
@@ -32,14 +33,6 @@ __global__ void dropout_grad_elements(const T* dy, const bool* mask, T* dx, int6
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
     dx[i] = mask[i] ? store<T>(load(dy[i]) * scale) : store<T>(0.0f);
   }
-}
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
-
-int blocks_for(int64_t count) {
-  const int64_t wanted = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
 }
 
 template <typename T>

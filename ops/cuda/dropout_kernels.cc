@@ -3,14 +3,12 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include "core/splitmix.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/dropout_device.h"
 #include "ops/cuda/element_types.h"
-#include "ops/dtype_dispatch.h"
+#include "ops/nn/dropout.h"
 
 namespace weir {
 
@@ -18,29 +16,17 @@ namespace {
 
 // Input `index` as a double (`fallback` when absent), read on the host.
 double scalar_of(const KernelContext& ctx, size_t index, double fallback, const char* what) {
-  if (!ctx.has_input(index)) return fallback;
-  if (ctx.input(index).num_elements() != 1) {
-    ctx.fail("input " + std::to_string(index) + " must be a scalar, got " + ctx.input(index).type_string());
-  }
-  const Tensor t = cuda::host_copy(ctx, ctx.input(index), what);
-  double value = 0;
-  dispatch_dtype(t.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) value = t.data<bool>()[0] ? 1 : 0;
-    else value = static_cast<double>(load(t.data<T>()[0]));
-  });
-  return value;
+  return dropout_scalar(ctx, index, fallback, what,
+                        [&](const Tensor& t, const char* name) { return cuda::host_copy(ctx, t, name); });
 }
 
 double checked_ratio(const KernelContext& ctx, size_t index) {
-  double ratio = scalar_of(ctx, index, 0.5, "ratio");
-  if (!(ratio >= 0 && ratio < 1)) ctx.fail("ratio must be in [0, 1), got " + std::to_string(ratio));
-  return ratio;
+  return dropout_ratio(ctx, index, [&](const Tensor& t, const char* name) { return cuda::host_copy(ctx, t, name); });
 }
 
 class DropoutCudaKernel final : public OpKernel {
  public:
-  explicit DropoutCudaKernel(const Node& node)
-      : seed_(static_cast<uint64_t>(node.has_attr("seed") ? node.attr("seed").i() : 0)) {}
+  explicit DropoutCudaKernel(const Node& node) : seed_(dropout_seed(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -66,7 +52,7 @@ class DropoutCudaKernel final : public OpKernel {
     }
     // The CPU kernel's stream for this run (ops/nn/dropout.cc).
     const uint64_t run = ctx.rng_counter().value_or(runs_.fetch_add(1));
-    const uint64_t stream_key = splitmix64_mix(seed_ ^ splitmix64_mix(run + 0x9E3779B97F4A7C15ULL));
+    const uint64_t stream_key = dropout_stream_key(seed_, run);
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     bool* mask = nullptr;
     if (want_mask) {
@@ -98,9 +84,7 @@ class DropoutGradCudaKernel final : public OpKernel {
       ctx.set_output(0, dy);
       return;
     }
-    if (mask.dtype() != DType::kBool || mask.sizes() != dy.sizes()) {
-      ctx.fail("mask " + mask.type_string() + " must be bool shaped like dY " + dy.type_string());
-    }
+    check_dropout_mask(ctx, mask, dy);
     cuda::require_on_device(ctx, dy, "dY");
     cuda::require_on_device(ctx, mask, "mask");
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.sizes(), KernelContext::Fill::kUninitialized);

@@ -1,5 +1,5 @@
 // What the elementwise launchers share: the launch shape of a grid-stride
-// loop over `count` elements, and the dispatch from the runtime element
+// loop over `count` elements (launch_shape.cuh), and the dispatch from the runtime element
 // type and op to the kernel template instantiated for them.
 //
 //   dispatch_type(type, [&]<typename T>() {
@@ -15,18 +15,9 @@
 #include <cstdint>
 
 #include "ops/cuda/elementwise_device.h"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
-
-inline constexpr int kThreads = 256;
-// Enough blocks to fill an H100 several times over; larger tensors are
-// covered by the grid-stride loops.
-inline constexpr int64_t kMaxBlocks = 65536;
-
-inline int blocks_for(int64_t count) {
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
 
 template <typename F>
 void dispatch_type(ElementType type, F&& f) {

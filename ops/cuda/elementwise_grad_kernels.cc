@@ -8,6 +8,7 @@
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/elementwise_device.h"
 #include "ops/cuda/elementwise_grad_device.h"
+#include "ops/elementwise/activation_kernels.h"
 #include "ops/elementwise/prelu.h"
 
 namespace weir {
@@ -57,12 +58,7 @@ class ActivationGradCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    for (const Tensor* t : {&dy, &x}) {
-      if (t->dtype() != dtype_) {
-        ctx.fail("input is " + t->type_string() + "; this kernel was built for " + std::string(dtype_name(dtype_)));
-      }
-    }
-    if (dy.sizes() != x.sizes()) ctx.fail("dY " + dy.type_string() + " and X " + x.type_string() + " differ in shape");
+    check_activation_grad(ctx, dy, x, dtype_);
     const ElementType type = cuda::element_type(ctx, dtype_);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");
@@ -85,9 +81,7 @@ class ClipGradCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    if (dy.sizes() != x.sizes() || dy.dtype() != x.dtype()) {
-      ctx.fail("dY " + dy.type_string() + " and X " + x.type_string() + " differ");
-    }
+    check_clip_grad(ctx, dy, x);
     const ElementType type = cuda::element_type(ctx, x.dtype());
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");
@@ -108,10 +102,7 @@ class PReluGradCudaKernel final : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& slope = ctx.input(2);
-    check_prelu_slope(ctx, x, slope);
-    if (dy.sizes() != x.sizes() || dy.dtype() != x.dtype()) {
-      ctx.fail("dY " + dy.type_string() + " does not match X " + x.type_string());
-    }
+    check_prelu_grad(ctx, dy, x, slope);
     const ElementType type = cuda::element_type(ctx, x.dtype());
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");

@@ -123,19 +123,7 @@ class VariadicCudaKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& first = ctx.input(0);
-    std::vector<int64_t> sizes = first.sizes();
-    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
-      const Tensor& next = ctx.input(i);
-      if (next.dtype() != first.dtype()) {
-        ctx.fail("input " + std::to_string(i) + " is " + next.type_string() + "; input 0 is " + first.type_string());
-      }
-      auto folded = broadcast_sizes(sizes, next.sizes());
-      if (!folded) {
-        ctx.fail("cannot broadcast " + std::string(dtype_name(first.dtype())) + format_sizes(sizes) + " with input " +
-                 std::to_string(i) + " " + next.type_string());
-      }
-      sizes = std::move(*folded);
-    }
+    const std::vector<int64_t> sizes = variadic_output_sizes(ctx);
     if (ctx.num_inputs() == 1 && !mean_) {
       ctx.set_output(0, first);
       return;
@@ -148,7 +136,7 @@ class VariadicCudaKernel final : public OpKernel {
     // overlaps an input in any other way (and any input a later pass reads)
     // gets a fresh tensor instead, as on the CPU.
     Tensor fresh;
-    if (overlaps_an_input(ctx, *result)) {
+    if (variadic_output_overlaps_an_input(ctx, *result)) {
       fresh = Tensor::uninitialized(first.dtype(), sizes, ctx.allocator());
       result = &fresh;
     }
@@ -180,20 +168,6 @@ class VariadicCudaKernel final : public OpKernel {
   }
 
  private:
-  static bool overlaps_an_input(const KernelContext& ctx, const Tensor& out) {
-    const auto* begin = static_cast<const char*>(out.raw_data());
-    const char* end = begin + out.nbytes();
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& in = ctx.input(i);
-      const auto* in_begin = static_cast<const char*>(in.raw_data());
-      const char* in_end = in_begin + in.nbytes();
-      if (in_begin >= end || in_end <= begin) continue;
-      if (i == 0 && in_begin == begin && in.sizes() == out.sizes()) continue;
-      return true;
-    }
-    return false;
-  }
-
   BinaryOp op_;
   bool mean_;
 };

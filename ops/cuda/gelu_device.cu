@@ -1,6 +1,7 @@
 #include "ops/cuda/gelu_device.h"
 
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
@@ -50,14 +51,6 @@ __global__ void gelu_grad_elements(const T* dy, const T* x, T* dx, int64_t count
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
     dx[i] = store<T>(load(dy[i]) * gelu_derivative<kForm>(load(x[i])));
   }
-}
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
-
-int blocks_for(int64_t count) {
-  const int64_t wanted = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
 }
 
 template <typename T>

@@ -8,6 +8,7 @@
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/gelu_device.h"
 #include "ops/elementwise/activation_functions.h"
+#include "ops/elementwise/activation_kernels.h"
 
 namespace weir {
 
@@ -16,19 +17,13 @@ namespace {
 // The CPU's GeluFunction reads (and checks) the approximate attribute.
 cuda::GeluForm form_of(const Node& node) { return GeluFunction(node).tanh_form ? cuda::GeluForm::kTanh : cuda::GeluForm::kErf; }
 
-void check_dtype(const KernelContext& ctx, const Tensor& t, DType dtype) {
-  if (t.dtype() != dtype) {
-    ctx.fail("input is " + t.type_string() + "; this kernel was built for " + std::string(dtype_name(dtype)));
-  }
-}
-
 class GeluCudaKernel final : public OpKernel {
  public:
   explicit GeluCudaKernel(const Node& node) : form_(form_of(node)), dtype_(kernel_dtype(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    check_dtype(ctx, x, dtype_);
+    check_activation_dtype(ctx, x, dtype_);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, x, "input 0");
     Tensor& y = ctx.allocate_output(0, dtype_, x.sizes(), KernelContext::Fill::kUninitialized);
@@ -49,9 +44,7 @@ class GeluGradCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    check_dtype(ctx, dy, dtype_);
-    check_dtype(ctx, x, dtype_);
-    if (dy.sizes() != x.sizes()) ctx.fail("dY " + dy.type_string() + " and X " + x.type_string() + " differ in shape");
+    check_activation_grad(ctx, dy, x, dtype_);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");
     cuda::require_on_device(ctx, x, "X");

@@ -16,19 +16,13 @@
 #include "ops/dtype_sets.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/tensor/indexing.h"
+#include "ops/tensor/indexing_kernels.h"
 
 namespace weir {
 
 namespace {
 
-int64_t axis_attr(const Node& node, int64_t fallback) { return node.has_attr("axis") ? node.attr("axis").i() : fallback; }
-
-// Product of sizes[begin, end).
-int64_t span(const std::vector<int64_t>& sizes, size_t begin, size_t end) {
-  int64_t product = 1;
-  for (size_t i = begin; i < end; ++i) product *= sizes[i];
-  return product;
-}
+int64_t span(const std::vector<int64_t>& sizes, size_t begin, size_t end) { return size_product(sizes, begin, end); }
 
 // The values of a small integer input, read on the host.
 std::vector<int64_t> host_index_values(const KernelContext& ctx, size_t input, const char* what) {
@@ -69,21 +63,10 @@ class ConcatCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& first = ctx.input(0);
     int64_t axis = resolve_axis(ctx, ctx.node().attr("axis").i(), first.sizes().size());
-    std::vector<int64_t> sizes = first.sizes();
-    sizes[static_cast<size_t>(axis)] = 0;
-    std::vector<const Tensor*> pieces;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& t = ctx.input(i);
-      bool same = t.dtype() == first.dtype() && t.rank() == first.rank();
-      for (size_t a = 0; same && a < sizes.size(); ++a) same = static_cast<int64_t>(a) == axis || t.sizes()[a] == first.sizes()[a];
-      if (!same) ctx.fail("input " + std::to_string(i) + " " + t.type_string() + " does not match input 0 " + first.type_string() +
-                          " off the concat axis " + std::to_string(axis));
-      sizes[static_cast<size_t>(axis)] += t.sizes()[static_cast<size_t>(axis)];
-      pieces.push_back(&t);
-    }
+    const ConcatInputs inputs = concat_inputs(ctx, axis);
     cuda::cuda_stream(ctx);
-    Tensor& out = ctx.allocate_output(0, first.dtype(), sizes, KernelContext::Fill::kUninitialized);
-    move_pieces(ctx, pieces, out, axis, true);
+    Tensor& out = ctx.allocate_output(0, first.dtype(), inputs.sizes, KernelContext::Fill::kUninitialized);
+    move_pieces(ctx, inputs.pieces, out, axis, true);
   }
 };
 
@@ -95,12 +78,7 @@ class ConcatGradCudaKernel final : public OpKernel {
     int64_t axis = resolve_axis(ctx, ctx.node().attr("axis").i(), dy.sizes().size());
     cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");
-    std::vector<const Tensor*> pieces;
-    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
-      std::vector<int64_t> sizes = dy.sizes();
-      sizes[static_cast<size_t>(axis)] = ctx.input(i).sizes().at(static_cast<size_t>(axis));
-      pieces.push_back(&ctx.allocate_output(i - 1, dy.dtype(), sizes, KernelContext::Fill::kUninitialized));
-    }
+    std::vector<const Tensor*> pieces = allocate_concat_grad_pieces(ctx, dy, axis);
     move_pieces(ctx, pieces, dy, axis, false);
   }
 };
@@ -109,29 +87,14 @@ class SplitCudaKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    int64_t axis = resolve_axis(ctx, axis_attr(ctx.node(), 0), x.sizes().size());
-    int64_t along = x.sizes()[static_cast<size_t>(axis)];
-    size_t n = ctx.num_outputs();
-    std::vector<int64_t> parts;
-    if (ctx.has_input(1)) {
-      parts = host_index_values(ctx, 1, "split");
-      int64_t sum = 0;
-      for (int64_t part : parts) sum += part;
-      if (parts.size() != n || sum != along) {
-        ctx.fail("split " + format_sizes(parts) + " must have " + std::to_string(n) + " entries summing to " + std::to_string(along));
-      }
-    } else {
-      int64_t part = (along + static_cast<int64_t>(n) - 1) / static_cast<int64_t>(n);
-      for (size_t i = 0; i < n; ++i) parts.push_back(std::max<int64_t>(0, std::min(part, along - part * static_cast<int64_t>(i))));
-    }
+    int64_t axis = resolve_axis(ctx, indexing_axis(ctx.node(), 0), x.sizes().size());
+    std::optional<std::vector<int64_t>> given;
+    if (ctx.has_input(1)) given = host_index_values(ctx, 1, "split");
+    std::vector<int64_t> parts =
+        split_parts(ctx, given ? &*given : nullptr, x.sizes()[static_cast<size_t>(axis)], ctx.num_outputs());
     cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, x, "input 0");
-    std::vector<const Tensor*> pieces;
-    for (size_t i = 0; i < n; ++i) {
-      std::vector<int64_t> sizes = x.sizes();
-      sizes[static_cast<size_t>(axis)] = parts[i];
-      pieces.push_back(&ctx.allocate_output(i, x.dtype(), sizes, KernelContext::Fill::kUninitialized));
-    }
+    std::vector<const Tensor*> pieces = allocate_split_pieces(ctx, x, axis, parts);
     move_pieces(ctx, pieces, x, axis, false);
   }
 };
@@ -144,13 +107,9 @@ class SliceCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     size_t first = gradient_ ? 1 : 0;
     const Tensor& data = ctx.input(first);
-    std::vector<int64_t> starts = host_index_values(ctx, first + 1, "starts");
-    std::vector<int64_t> ends = host_index_values(ctx, first + 2, "ends");
-    std::optional<std::vector<int64_t>> axes, steps;
-    if (ctx.has_input(first + 3)) axes = host_index_values(ctx, first + 3, "axes");
-    if (ctx.has_input(first + 4)) steps = host_index_values(ctx, first + 4, "steps");
-    std::vector<SliceAxis> sliced = resolve_slice(data.sizes(), starts, ends, axes ? &*axes : nullptr,
-                                                  steps ? &*steps : nullptr, [&](const std::string& m) { ctx.fail(m); });
+    std::vector<SliceAxis> sliced = slice_axes(ctx, first, data.sizes(), [&](size_t input, const char* what) {
+      return host_index_values(ctx, input, what);
+    });
     std::vector<int64_t> out_sizes, strided;
     const std::vector<int64_t> strides = cuda::dense_strides(data.sizes());
     int64_t start = 0;  // the slice's first element, when it has any
@@ -171,7 +130,7 @@ class SliceCudaKernel final : public OpKernel {
       return;
     }
     const Tensor& dy = ctx.input(0);
-    if (dy.sizes() != out_sizes) ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the slice is " + format_sizes(out_sizes));
+    check_slice_grad(ctx, dy, out_sizes);
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), data.sizes(), KernelContext::Fill::kZeros);
     if (empty) return;
     cuda::require_on_device(ctx, dy, "dY");
@@ -211,12 +170,10 @@ class GatherCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& data = ctx.input(0);
     const Tensor& indices = ctx.input(1);
-    int64_t axis = resolve_axis(ctx, axis_attr(ctx.node(), 0), data.sizes().size());
+    int64_t axis = resolve_axis(ctx, indexing_axis(ctx.node(), 0), data.sizes().size());
     const std::vector<int64_t>& ds = data.sizes();
     const bool wide = indices_are_i64(ctx, indices);
-    std::vector<int64_t> out_sizes(ds.begin(), ds.begin() + axis);
-    out_sizes.insert(out_sizes.end(), indices.sizes().begin(), indices.sizes().end());
-    out_sizes.insert(out_sizes.end(), ds.begin() + axis + 1, ds.end());
+    std::vector<int64_t> out_sizes = gather_sizes(ds, axis, indices.sizes());
     cudaStream_t stream = cuda::cuda_stream(ctx);
     Tensor& out = ctx.allocate_output(0, data.dtype(), out_sizes, KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0) return;
@@ -261,12 +218,12 @@ class GatherGradCudaKernel final : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const std::vector<int64_t>& ds = ctx.input(1).sizes();
     const Tensor& indices = ctx.input(2);
-    int64_t axis = resolve_axis(ctx, axis_attr(ctx.node(), 0), ds.size());
+    int64_t axis = resolve_axis(ctx, indexing_axis(ctx.node(), 0), ds.size());
     const int64_t along = ds[static_cast<size_t>(axis)];
     const bool wide = indices_are_i64(ctx, indices);
     const int64_t outer = span(ds, 0, static_cast<size_t>(axis)), row = span(ds, static_cast<size_t>(axis) + 1, ds.size());
     const int64_t count = indices.num_elements();
-    if (dy.num_elements() != outer * count * row) ctx.fail("dY " + dy.type_string() + " does not match the gathered shape");
+    check_gather_grad(ctx, dy, outer, count, row);
     const cuda::AddType type = checked_add_type(ctx, dy);
     // The sort's keys (rows, and `along` for an index out of range) and values (positions) are 32-bit.
     constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
@@ -298,17 +255,16 @@ class ExpandCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     std::vector<int64_t> shape = host_index_values(ctx, 1, "shape");
-    auto sizes = broadcast_sizes(x.sizes(), shape);
-    if (!sizes) ctx.fail("cannot expand " + x.type_string() + " to " + format_sizes(shape));
+    const std::vector<int64_t> sizes = expand_sizes(ctx, x, shape);
     cuda::cuda_stream(ctx);
-    Tensor& out = ctx.allocate_output(0, x.dtype(), *sizes, KernelContext::Fill::kUninitialized);
+    Tensor& out = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0) return;
     cuda::require_on_device(ctx, x, "input 0");
     const std::vector<int64_t> x_strides = cuda::dense_strides(x.sizes());
-    const size_t lead = sizes->size() - x.sizes().size();
-    std::vector<int64_t> strides(sizes->size(), 0);  // 0 along broadcast axes
+    const size_t lead = sizes.size() - x.sizes().size();
+    std::vector<int64_t> strides(sizes.size(), 0);  // 0 along broadcast axes
     for (size_t a = 0; a < x.sizes().size(); ++a) strides[lead + a] = x.sizes()[a] == 1 ? 0 : x_strides[a];
-    cuda::copy_strided(ctx, dtype_size(x.dtype()), x.raw_data(), out.raw_data(), *sizes, strides, cuda::dense_strides(*sizes),
+    cuda::copy_strided(ctx, dtype_size(x.dtype()), x.raw_data(), out.raw_data(), sizes, strides, cuda::dense_strides(sizes),
                        "Expand");
   }
 };
@@ -318,14 +274,7 @@ class TileCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     std::vector<int64_t> repeats = host_index_values(ctx, 1, "repeats");
-    if (repeats.size() != x.sizes().size()) {
-      ctx.fail("repeats " + format_sizes(repeats) + " needs one entry per axis of " + x.type_string());
-    }
-    std::vector<int64_t> sizes = x.sizes();
-    for (size_t a = 0; a < sizes.size(); ++a) {
-      if (repeats[a] < 0) ctx.fail("repeats " + format_sizes(repeats) + " has a negative entry");
-      sizes[a] *= repeats[a];
-    }
+    std::vector<int64_t> sizes = tile_sizes(ctx, x, repeats);
     cuda::cuda_stream(ctx);
     Tensor& out = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0) return;
@@ -348,11 +297,7 @@ class TileGradCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const std::vector<int64_t>& xs = ctx.input(1).sizes();
-    bool tiles = dy.sizes().size() == xs.size();
-    for (size_t a = 0; tiles && a < xs.size(); ++a) {
-      tiles = xs[a] == 0 ? dy.sizes()[a] == 0 : dy.sizes()[a] % xs[a] == 0;
-    }
-    if (!tiles) ctx.fail("dY " + dy.type_string() + " is not a tiling of X " + ctx.input(1).type_string());
+    check_tiling(ctx, dy, ctx.input(1));
     const cuda::AddType type = checked_add_type(ctx, dy);
     if (xs.size() > static_cast<size_t>(cuda::kMaxTileRank)) {
       ctx.fail("the CUDA kernel takes up to " + std::to_string(cuda::kMaxTileRank) + " axes, got " + dy.type_string());
@@ -370,21 +315,11 @@ class TileGradCudaKernel final : public OpKernel {
 
 class ConstantOfShapeCudaKernel final : public OpKernel {
  public:
-  explicit ConstantOfShapeCudaKernel(const Node& node) {
-    if (node.has_attr("value")) {
-      value_ = node.attr("value").t();
-      if (value_.num_elements() != 1) {
-        throw Error(ErrorKind::kShape, "ConstantOfShape '" + node.name() + "': value must hold one element, got " +
-                                           value_.type_string()).with_node(node.name());
-      }
-    } else {
-      value_ = Tensor::scalar<float>(0.0f);
-    }
-  }
+  explicit ConstantOfShapeCudaKernel(const Node& node) : value_(constant_of_shape_value(node)) {}
 
   void compute(KernelContext& ctx) override {
     std::vector<int64_t> shape = host_index_values(ctx, 0, "shape");
-    if (!checked_num_elements(shape)) ctx.fail("shape " + format_sizes(shape) + " has a negative size or too many elements");
+    check_constant_shape(ctx, shape);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     Tensor& out = ctx.allocate_output(0, value_.dtype(), shape, KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0) return;

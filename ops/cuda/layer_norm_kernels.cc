@@ -9,6 +9,7 @@
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/kernel_scratch.h"
 #include "ops/cuda/layer_norm_device.h"
+#include "ops/cuda/normalization_grad_outputs.h"
 #include "ops/node_attributes.h"
 
 namespace weir {
@@ -97,24 +98,12 @@ class LayerNormGradCudaKernel final : public OpKernel {
     }
     const cuda::ElementType type = cuda::element_type(ctx, x.dtype());
     const LayerNormShape shape = layer_norm_shape(ctx, x.sizes());
-    if (scale.num_elements() != shape.len) {
-      ctx.fail("scale has " + std::to_string(scale.num_elements()) + " values; expected " + std::to_string(shape.len));
-    }
-    if (dy.dtype() != x.dtype() || scale.dtype() != x.dtype()) {
-      ctx.fail("dY " + dy.type_string() + " and scale " + scale.type_string() + " must have X's dtype " +
-               std::string(dtype_name(x.dtype())));
-    }
-    cudaStream_t stream = cuda::cuda_stream(ctx);
-    cuda::require_on_device(ctx, dy, "dY");
-    cuda::require_on_device(ctx, x, "X");
-    cuda::require_on_device(ctx, scale, "scale");
-    Tensor& dx = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
-    Tensor& dscale = ctx.allocate_output(1, scale.dtype(), scale.sizes(), KernelContext::Fill::kUninitialized);
-    Tensor& dbias = ctx.allocate_output(2, scale.dtype(), scale.sizes(), KernelContext::Fill::kUninitialized);
+    const cuda::NormalizationGradOutputs out = cuda::normalization_grad_outputs(ctx, dy, x, scale, shape.len);
     if (shape.len == 0) return;  // then X, dScale and dB are all empty
     void* workspace = scratch_.reserve(ctx, {cuda::layer_norm_grad_workspace_bytes(shape.rows, shape.len)})[0];
-    cuda::launch_layer_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), dx.raw_data(), dscale.raw_data(),
-                                 dbias.raw_data(), shape.rows, shape.len, epsilon_, workspace, stream);
+    cuda::launch_layer_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), out.dx.raw_data(),
+                                 out.dscale.raw_data(), out.dbias.raw_data(), shape.rows, shape.len, epsilon_,
+                                 workspace, out.stream);
     cuda::check_launch(ctx, "layer_norm_grad");
   }
 

@@ -6,6 +6,7 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/logic_device.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/elementwise/logic_kernels.h"
 
 namespace weir {
 
@@ -33,9 +34,7 @@ class CompareCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
-    auto sizes = broadcast_sizes(a.sizes(), b.sizes());
-    if (!sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
+    const std::vector<int64_t> sizes = comparison_sizes(ctx, a, b);
     const CompareType type = compare_type(ctx, a.dtype());
     const bool logical = op_ == CompareOp::kAnd || op_ == CompareOp::kOr || op_ == CompareOp::kXor;
     if (op_ != CompareOp::kEqual && logical != (type == CompareType::kBool)) {
@@ -44,9 +43,9 @@ class CompareCudaKernel final : public OpKernel {
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, a, "input 0");
     cuda::require_on_device(ctx, b, "input 1");
-    Tensor& out = ctx.allocate_output(0, DType::kBool, *sizes, KernelContext::Fill::kUninitialized);
+    Tensor& out = ctx.allocate_output(0, DType::kBool, sizes, KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0) return;
-    std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(*sizes, a.sizes(), b.sizes());
+    std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(sizes, a.sizes(), b.sizes());
     if (!indexing) ctx.fail("broadcasting " + a.type_string() + " with " + b.type_string() + " needs more axes than the GPU kernel takes");
     cuda::launch_compare(op_, type, a.raw_data(), b.raw_data(), out.data<bool>(), out.num_elements(), *indexing, stream);
     cuda::check_launch(ctx, "compare_kernel");
@@ -76,13 +75,7 @@ class WhereCudaKernel final : public OpKernel {
     const Tensor& condition = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& y = ctx.input(2);
-    if (condition.dtype() != DType::kBool || x.dtype() != y.dtype()) {
-      ctx.fail("needs a bool condition and X, Y of one dtype, got " + condition.type_string() + ", " + x.type_string() +
-               ", " + y.type_string());
-    }
-    auto xy = broadcast_sizes(x.sizes(), y.sizes());
-    auto sizes = xy ? broadcast_sizes(condition.sizes(), *xy) : std::nullopt;
-    if (!sizes) ctx.fail("cannot broadcast " + condition.type_string() + ", " + x.type_string() + " and " + y.type_string());
+    const std::vector<int64_t> sizes = where_sizes(ctx, condition, x, y);
     const size_t element_size = dtype_size(x.dtype());
     if (element_size != 1 && element_size != 2 && element_size != 4 && element_size != 8) {
       ctx.fail("the CUDA kernel does not take " + x.type_string());
@@ -91,11 +84,11 @@ class WhereCudaKernel final : public OpKernel {
     cuda::require_on_device(ctx, condition, "condition");
     cuda::require_on_device(ctx, x, "X");
     cuda::require_on_device(ctx, y, "Y");
-    Tensor& out = ctx.allocate_output(0, x.dtype(), *sizes, KernelContext::Fill::kUninitialized);
+    Tensor& out = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
     if (out.num_elements() == 0) return;
     std::optional<cuda::MultiBroadcastIndexing> indexing =
-        cuda::broadcast_indexing(*sizes, {condition.sizes(), x.sizes(), y.sizes()});
-    if (!indexing) ctx.fail("broadcasting the inputs to " + format_sizes(*sizes) + " needs more axes than the GPU kernel takes");
+        cuda::broadcast_indexing(sizes, {condition.sizes(), x.sizes(), y.sizes()});
+    if (!indexing) ctx.fail("broadcasting the inputs to " + format_sizes(sizes) + " needs more axes than the GPU kernel takes");
     cuda::launch_where(condition.data<bool>(), x.raw_data(), y.raw_data(), out.raw_data(), out.num_elements(),
                        static_cast<int>(element_size), *indexing, stream);
     cuda::check_launch(ctx, "where_kernel");

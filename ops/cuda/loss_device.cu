@@ -4,6 +4,7 @@
 
 #include "ops/cuda/deterministic_sum.cuh"
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/rounded_arithmetic.cuh"
 
 namespace weir::cuda {
 
@@ -17,12 +18,6 @@ constexpr int64_t kMaxBlocks = 65536;
 constexpr int64_t kNoBadLabel = INT64_MAX;
 
 int blocks_for(int64_t wanted) { return static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks); }
-
-// The CPU computes in f64 one operation at a time; the _rn forms keep nvcc
-// from fusing a multiply and an add the CPU rounds separately.
-__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline double dsub(double a, double b) { return __dsub_rn(a, b); }
-__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
 
 // What the CPU's write_doubles stores: f64 -> the compute type (f32) -> T.
 template <typename T>
@@ -320,34 +315,26 @@ size_t class_loss_workspace_doubles(const ClassLossProblem& problem) {
 
 void launch_class_loss(bool softmax, const ClassLossProblem& problem, void* loss, void* log_prob, double* workspace,
                        int64_t* bad_label, cudaStream_t stream) {
-  switch (problem.type) {
-    case ElementType::kFloat32:
-      return problem.labels_int64 ? class_loss_as<float, int64_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream)
-                                  : class_loss_as<float, int32_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream);
-    case ElementType::kFloat16:
-      return problem.labels_int64 ? class_loss_as<__half, int64_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream)
-                                  : class_loss_as<__half, int32_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream);
-    case ElementType::kBFloat16:
-      return problem.labels_int64
-                 ? class_loss_as<__nv_bfloat16, int64_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream)
-                 : class_loss_as<__nv_bfloat16, int32_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream);
-  }
+  with_element_type(problem.type, [&](auto t) {
+    using T = decltype(t);
+    if (problem.labels_int64) {
+      class_loss_as<T, int64_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream);
+    } else {
+      class_loss_as<T, int32_t>(softmax, problem, loss, log_prob, workspace, bad_label, stream);
+    }
+  });
 }
 
 void launch_class_loss_grad(bool softmax, const ClassLossProblem& problem, const void* dy, void* dx, double* workspace,
                             int64_t* bad_label, cudaStream_t stream) {
-  switch (problem.type) {
-    case ElementType::kFloat32:
-      return problem.labels_int64 ? class_loss_grad_as<float, int64_t>(softmax, problem, dy, dx, workspace, bad_label, stream)
-                                  : class_loss_grad_as<float, int32_t>(softmax, problem, dy, dx, workspace, bad_label, stream);
-    case ElementType::kFloat16:
-      return problem.labels_int64 ? class_loss_grad_as<__half, int64_t>(softmax, problem, dy, dx, workspace, bad_label, stream)
-                                  : class_loss_grad_as<__half, int32_t>(softmax, problem, dy, dx, workspace, bad_label, stream);
-    case ElementType::kBFloat16:
-      return problem.labels_int64
-                 ? class_loss_grad_as<__nv_bfloat16, int64_t>(softmax, problem, dy, dx, workspace, bad_label, stream)
-                 : class_loss_grad_as<__nv_bfloat16, int32_t>(softmax, problem, dy, dx, workspace, bad_label, stream);
-  }
+  with_element_type(problem.type, [&](auto t) {
+    using T = decltype(t);
+    if (problem.labels_int64) {
+      class_loss_grad_as<T, int64_t>(softmax, problem, dy, dx, workspace, bad_label, stream);
+    } else {
+      class_loss_grad_as<T, int32_t>(softmax, problem, dy, dx, workspace, bad_label, stream);
+    }
+  });
 }
 
 size_t mean_squared_error_workspace_doubles(int64_t count) {
@@ -358,23 +345,17 @@ size_t mean_squared_error_workspace_doubles(int64_t count) {
 void launch_mean_squared_error(ElementType type, const void* prediction, const void* target,
                                const BroadcastIndexing& indexing, int64_t count, LossReduction reduction, void* loss,
                                double* workspace, cudaStream_t stream) {
-  switch (type) {
-    case ElementType::kFloat32: return mse_as<float>(prediction, target, indexing, count, reduction, loss, workspace, stream);
-    case ElementType::kFloat16: return mse_as<__half>(prediction, target, indexing, count, reduction, loss, workspace, stream);
-    case ElementType::kBFloat16:
-      return mse_as<__nv_bfloat16>(prediction, target, indexing, count, reduction, loss, workspace, stream);
-  }
+  with_element_type(type, [&](auto t) {
+    mse_as<decltype(t)>(prediction, target, indexing, count, reduction, loss, workspace, stream);
+  });
 }
 
 void launch_mean_squared_error_grad(ElementType type, const void* dy, const void* prediction, const void* target,
                                     const BroadcastIndexing& indexing, int64_t count, LossReduction reduction, void* dx,
                                     cudaStream_t stream) {
-  switch (type) {
-    case ElementType::kFloat32: return mse_grad_as<float>(dy, prediction, target, indexing, count, reduction, dx, stream);
-    case ElementType::kFloat16: return mse_grad_as<__half>(dy, prediction, target, indexing, count, reduction, dx, stream);
-    case ElementType::kBFloat16:
-      return mse_grad_as<__nv_bfloat16>(dy, prediction, target, indexing, count, reduction, dx, stream);
-  }
+  with_element_type(type, [&](auto t) {
+    mse_grad_as<decltype(t)>(dy, prediction, target, indexing, count, reduction, dx, stream);
+  });
 }
 
 }  // namespace weir::cuda

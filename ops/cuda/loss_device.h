@@ -11,10 +11,11 @@
 #include <cstdint>
 
 #include "ops/cuda/elementwise_device.h"
+#include "ops/loss/loss_reduction.h"
 
 namespace weir::cuda {
 
-enum class LossReduction { kNone, kSum, kMean };
+using weir::LossReduction;
 
 // scores (or, for the backward ops, the reference) [n, c, inner...] with
 // labels [n, inner...]: n * inner positions, each over c classes.

@@ -7,8 +7,10 @@
 
 #include "ops/cuda/broadcast_indexing.h"
 #include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/loss_device.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/loss/loss_kernels.h"
 
 namespace weir {
 
@@ -16,21 +18,7 @@ namespace {
 
 using cuda::LossReduction;
 
-LossReduction reduction_of(const Node& node) {
-  std::string name = node.has_attr("reduction") ? node.attr("reduction").s() : "mean";
-  if (name == "none") return LossReduction::kNone;
-  if (name == "sum") return LossReduction::kSum;
-  return LossReduction::kMean;  // the schema has already rejected anything else
-}
-
-cuda::ElementType element_type(const KernelContext& ctx, const Tensor& tensor) {
-  switch (tensor.dtype()) {
-    case DType::kFloat32: return cuda::ElementType::kFloat32;
-    case DType::kFloat16: return cuda::ElementType::kFloat16;
-    case DType::kBFloat16: return cuda::ElementType::kBFloat16;
-    default: ctx.fail("the CUDA kernel takes f32, f16 or bf16, got " + tensor.type_string());
-  }
-}
+using cuda::element_type;
 
 double* workspace_of(KernelContext& ctx, Tensor& workspace, size_t doubles) {
   if (!workspace.defined() || static_cast<size_t>(workspace.num_elements()) < doubles) {
@@ -44,30 +32,20 @@ double* workspace_of(KernelContext& ctx, Tensor& workspace, size_t doubles) {
 // and message the same.
 cuda::ClassLossProblem read_problem(const KernelContext& ctx, const Tensor& scores, const Tensor& labels,
                                     size_t weights_input, LossReduction reduction) {
-  const std::vector<int64_t>& sizes = scores.sizes();
-  if (sizes.size() < 2) ctx.fail("scores must be [N, C, ...], got " + scores.type_string());
-  std::vector<int64_t> expected = sizes;
-  expected.erase(expected.begin() + 1);
-  if (labels.sizes() != expected || (labels.dtype() != DType::kInt32 && labels.dtype() != DType::kInt64)) {
-    ctx.fail("labels " + labels.type_string() + " must be i32/i64 of scores " + scores.type_string() +
-             " without its class axis");
-  }
+  const ClassLossShape shape = class_loss_shape(ctx, scores, labels);
   cuda::ClassLossProblem problem;
   problem.type = element_type(ctx, scores);
   problem.scores = scores.raw_data();
   problem.labels = labels.raw_data();
   problem.labels_int64 = labels.dtype() == DType::kInt64;
-  problem.n = sizes[0];
-  problem.c = sizes[1];
-  for (size_t i = 2; i < sizes.size(); ++i) problem.inner *= sizes[i];
+  problem.n = shape.n;
+  problem.c = shape.c;
+  problem.inner = shape.inner;
   cuda::require_on_device(ctx, scores, "scores");
   cuda::require_on_device(ctx, labels, "labels");
   if (ctx.has_input(weights_input)) {
     const Tensor& weights = ctx.input(weights_input);
-    if (weights.sizes() != std::vector<int64_t>{problem.c} || weights.dtype() != scores.dtype()) {
-      ctx.fail("weights " + weights.type_string() + " must be [C] = [" + std::to_string(problem.c) + "] of " +
-               std::string(dtype_name(scores.dtype())));
-    }
+    check_class_weights(ctx, weights, scores, problem.c);
     cuda::require_on_device(ctx, weights, "weights");
     problem.weights = weights.raw_data();
   }
@@ -98,7 +76,7 @@ int64_t* bad_label_of(KernelContext& ctx, Tensor& bad_label) {
 template <bool kSoftmax>
 class ClassLossCudaKernel final : public OpKernel {
  public:
-  explicit ClassLossCudaKernel(const Node& node) : reduction_(reduction_of(node)) {}
+  explicit ClassLossCudaKernel(const Node& node) : reduction_(loss_reduction(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& scores = ctx.input(0);
@@ -126,17 +104,13 @@ class ClassLossCudaKernel final : public OpKernel {
 template <bool kSoftmax>
 class ClassLossGradCudaKernel final : public OpKernel {
  public:
-  explicit ClassLossGradCudaKernel(const Node& node) : reduction_(reduction_of(node)) {}
+  explicit ClassLossGradCudaKernel(const Node& node) : reduction_(loss_reduction(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& reference = ctx.input(1);
     cuda::ClassLossProblem problem = read_problem(ctx, reference, ctx.input(2), 3, reduction_);
-    const int64_t positions = problem.n * problem.inner;
-    const int64_t expected = reduction_ == LossReduction::kNone ? positions : 1;
-    if (dy.num_elements() != expected) {
-      ctx.fail("dY has " + std::to_string(dy.num_elements()) + " elements, expected " + std::to_string(expected));
-    }
+    check_loss_dy(ctx, dy, reduction_, problem.n * problem.inner);
     if (dy.dtype() != reference.dtype()) ctx.fail("dY " + dy.type_string() + " must have the type of the reference " + reference.type_string());
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");
@@ -156,15 +130,12 @@ class ClassLossGradCudaKernel final : public OpKernel {
 template <bool kGrad>
 class MeanSquaredErrorCudaKernel final : public OpKernel {
  public:
-  explicit MeanSquaredErrorCudaKernel(const Node& node) : reduction_(reduction_of(node)) {}
+  explicit MeanSquaredErrorCudaKernel(const Node& node) : reduction_(loss_reduction(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& prediction = ctx.input(kGrad ? 1 : 0);
     const Tensor& target = ctx.input(kGrad ? 2 : 1);
-    auto broadcast = broadcast_sizes(prediction.sizes(), target.sizes());
-    if (!broadcast || *broadcast != prediction.sizes() || target.dtype() != prediction.dtype()) {
-      ctx.fail("target " + target.type_string() + " must broadcast to prediction " + prediction.type_string());
-    }
+    check_squared_error_target(ctx, prediction, target);
     const cuda::ElementType type = element_type(ctx, prediction);
     const int64_t count = prediction.num_elements();
     std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(prediction.sizes(), prediction.sizes(), target.sizes());
@@ -174,10 +145,7 @@ class MeanSquaredErrorCudaKernel final : public OpKernel {
     cuda::require_on_device(ctx, target, "target");
     if constexpr (kGrad) {
       const Tensor& dy = ctx.input(0);
-      const int64_t expected = reduction_ == LossReduction::kNone ? count : 1;
-      if (dy.num_elements() != expected) {
-        ctx.fail("dY has " + std::to_string(dy.num_elements()) + " elements, expected " + std::to_string(expected));
-      }
+      check_loss_dy(ctx, dy, reduction_, count);
       if (dy.dtype() != prediction.dtype()) ctx.fail("dY " + dy.type_string() + " must have the type of the prediction " + prediction.type_string());
       cuda::require_on_device(ctx, dy, "dY");
       Tensor& dx = ctx.allocate_output(0, prediction.dtype(), prediction.sizes(), KernelContext::Fill::kUninitialized);

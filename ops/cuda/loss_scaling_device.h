@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "ops/cuda/elementwise_device.h"
+#include "ops/optimizer/loss_scale_schedule.h"
 
 namespace weir::cuda {
 
@@ -20,11 +21,7 @@ namespace weir::cuda {
 void launch_unscale_gradients(ElementType type, const float* scale, const void* const* grads, void* const* outs,
                               const int64_t* counts, int num_tensors, bool* found_inf, cudaStream_t stream);
 
-struct LossScaleSchedule {
-  double growth_factor = 2.0, backoff_factor = 0.5;
-  int64_t growth_interval = 2000;
-  double min_scale = 1.0, max_scale = 16777216.0;
-};
+using weir::LossScaleSchedule;  // the attributes, as the CPU kernel reads them
 
 // In place, one thread: on *found_inf scale = max(min_scale, scale *
 // backoff) and good_steps = 0; else ++good_steps, and at growth_interval

@@ -3,10 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/loss_scaling_device.h"
-#include "ops/node_attributes.h"
+#include "ops/optimizer/loss_scaling.h"
 
 namespace weir {
 
@@ -55,26 +54,13 @@ class UnscaleGradientsCudaKernel final : public OpKernel {
 
 class UpdateLossScaleCudaKernel final : public OpKernel {
  public:
-  explicit UpdateLossScaleCudaKernel(const Node& node) {
-    schedule_.growth_factor = float_attr(node, "growth_factor", 2.0);
-    schedule_.backoff_factor = float_attr(node, "backoff_factor", 0.5);
-    schedule_.growth_interval = int_attr(node, "growth_interval", 2000);
-    schedule_.min_scale = float_attr(node, "min_scale", 1.0);
-    schedule_.max_scale = float_attr(node, "max_scale", 16777216.0);
-    if (schedule_.growth_interval < 1) {
-      throw Error(ErrorKind::kInvalidArgument, "UpdateLossScale '" + node.name() + "': growth_interval must be at least 1");
-    }
-  }
+  explicit UpdateLossScaleCudaKernel(const Node& node) : schedule_(loss_scale_schedule(node)) {}
 
   void compute(KernelContext& ctx) override {
+    check_loss_scale_inputs(ctx);
     const Tensor& scale = ctx.input(0);
     const Tensor& good = ctx.input(1);
-    if (scale.dtype() != DType::kFloat32 || scale.num_elements() != 1) ctx.fail("scale must be an f32 scalar, got " + scale.type_string());
-    if (good.dtype() != DType::kInt64 || good.num_elements() != 1) ctx.fail("good_steps must be an i64 scalar, got " + good.type_string());
     const Tensor& found_inf = ctx.input(2);
-    if (found_inf.dtype() != DType::kBool || found_inf.num_elements() != 1) {
-      ctx.fail("found_inf must be a bool scalar, got " + found_inf.type_string());
-    }
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, scale, "scale");
     cuda::require_on_device(ctx, good, "good_steps");
@@ -86,7 +72,7 @@ class UpdateLossScaleCudaKernel final : public OpKernel {
   }
 
  private:
-  cuda::LossScaleSchedule schedule_;
+  LossScaleSchedule schedule_;
 };
 
 }  // namespace

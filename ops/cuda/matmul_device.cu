@@ -1,20 +1,11 @@
 #include "ops/cuda/matmul_device.h"
 
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-// Enough blocks to fill an H100 several times over; larger outputs are
-// covered by the grid-stride loop.
-constexpr int64_t kMaxBlocks = 65536;
-
-int blocks_for(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
 
 // FusedActivation::apply<float>, written the same way (Clip's comparisons
 // included, so a NaN passes through as on the CPU); Sigmoid takes two
@@ -60,25 +51,15 @@ void launch_as(const void* x, const void* bias, void* y, int64_t count, int64_t 
       static_cast<const X*>(x), static_cast<const B*>(bias), static_cast<Y*>(y), count, n, epilogue);
 }
 
-// Calls `f` with a value of the C++ type of `type`.
-template <typename F>
-void with_type(ElementType type, F&& f) {
-  switch (type) {
-    case ElementType::kFloat32: return f(float{});
-    case ElementType::kFloat16: return f(__half{});
-    case ElementType::kBFloat16: return f(__nv_bfloat16{});
-  }
-}
-
 }  // namespace
 
 void launch_bias_activation(ElementType x_type, const void* x, ElementType bias_type, const void* bias,
                             ElementType y_type, void* y, int64_t rows, int64_t n, const MatmulEpilogue& epilogue,
                             cudaStream_t stream) {
   const int64_t count = rows * n;
-  with_type(x_type, [&](auto x_value) {
-    with_type(bias_type, [&](auto bias_value) {
-      with_type(y_type, [&](auto y_value) {
+  with_element_type(x_type, [&](auto x_value) {
+    with_element_type(bias_type, [&](auto bias_value) {
+      with_element_type(y_type, [&](auto y_value) {
         launch_as<decltype(x_value), decltype(bias_value), decltype(y_value)>(x, bias, y, count, n, epilogue, stream);
       });
     });

@@ -8,6 +8,7 @@
 #include "ops/cuda/broadcast_indexing.h"
 #include "ops/cuda/cublaslt_matmul.h"
 #include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/elementwise_device.h"
 #include "ops/cuda/matmul_device.h"
 #include "ops/elementwise/broadcast.h"
@@ -21,22 +22,7 @@ namespace weir {
 
 namespace {
 
-// Fails naming the node unless `x` is of a dtype these kernels compute.
-cuda::ElementType element_type(const KernelContext& ctx, const Tensor& x) {
-  switch (x.dtype()) {
-    case DType::kFloat32: return cuda::ElementType::kFloat32;
-    case DType::kFloat16: return cuda::ElementType::kFloat16;
-    case DType::kBFloat16: return cuda::ElementType::kBFloat16;
-    default: break;
-  }
-  ctx.fail("the CUDA kernel takes f32, f16 or bf16, got " + x.type_string());
-}
-
-cuda::ElementType element_type(DType dtype) {
-  if (dtype == DType::kFloat16) return cuda::ElementType::kFloat16;
-  if (dtype == DType::kBFloat16) return cuda::ElementType::kBFloat16;
-  return cuda::ElementType::kFloat32;
-}
+using cuda::element_type;
 
 class MatMulCudaKernel final : public OpKernel {
  public:
@@ -134,8 +120,9 @@ class GemmCudaKernel final : public OpKernel {
     if (add_c) {
       const Tensor& c = ctx.input(2);
       std::optional<cuda::BroadcastIndexing> indexing = cuda::broadcast_indexing(out.sizes(), out.sizes(), c.sizes());
-      cuda::launch_binary(cuda::BinaryOp::kAddScaled, element_type(out_dtype), out.raw_data(), c.raw_data(),
-                          out.raw_data(), out.num_elements(), *indexing, static_cast<float>(gemm_.beta), stream);
+      cuda::launch_binary(cuda::BinaryOp::kAddScaled, cuda::checked_element_type(out_dtype), out.raw_data(),
+                          c.raw_data(), out.raw_data(), out.num_elements(), *indexing, static_cast<float>(gemm_.beta),
+                          stream);
       cuda::check_launch(ctx, "binary_kernel (Y + beta * C)");
     }
   }
@@ -191,7 +178,7 @@ class FusedMatMulCudaKernel final : public OpKernel {
     const FusedMatmulShapes shapes = fused_matmul_shapes(ctx, a, b, bias);
     const cuda::ElementType in_type = element_type(ctx, a);
     const DType out_dtype = kernel_output_dtype(ctx, a.dtype());
-    const cuda::ElementType out_type = element_type(out_dtype);
+    const cuda::ElementType out_type = cuda::checked_element_type(out_dtype);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, a, "A");
     cuda::require_on_device(ctx, b, "B");

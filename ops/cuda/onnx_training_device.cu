@@ -3,18 +3,13 @@
 #include <vector>
 
 #include "ops/cuda/multi_tensor.h"
+#include "ops/cuda/rounded_arithmetic.cuh"
 
 namespace weir::cuda {
 
 namespace {
 
 constexpr int kThreads = 256;
-
-// The CPU kernel's f64 operations one at a time (no FMA contraction).
-__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline double dsub(double a, double b) { return __dsub_rn(a, b); }
-__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline double ddiv(double a, double b) { return __ddiv_rn(a, b); }
 
 __device__ double read_rate(DeviceScalar r) {
   return r.type == ScalarType::kFloat64 ? *static_cast<const double*>(r.data)

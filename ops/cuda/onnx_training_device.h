@@ -10,10 +10,11 @@
 #include <cstdint>
 
 #include "ops/cuda/optimizer_device.h"
+#include "ops/optimizer/onnx_training_rule.h"
 
 namespace weir::cuda {
 
-enum class OnnxTrainingRule { kAdagrad, kAdam, kMomentum };
+using weir::OnnxTrainingRule;  // ops/optimizer/onnx_training_rule.h
 
 struct OnnxTrainingHyperparameters {
   double norm_coefficient = 0, norm_coefficient_post = 0, epsilon = 1e-6, decay_factor = 0, alpha = 0.9, beta = 0.999;

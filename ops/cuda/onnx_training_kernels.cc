@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/onnx_training_device.h"
 #include "ops/node_attributes.h"
@@ -14,17 +13,6 @@ namespace weir {
 namespace {
 
 using cuda::OnnxTrainingRule;
-
-// The roles of one tensor's inputs after R and T (X and G first), as the
-// CPU kernel names them in its messages.
-std::vector<const char*> group_roles(OnnxTrainingRule rule) {
-  switch (rule) {
-    case OnnxTrainingRule::kAdagrad: return {"X", "G", "H"};
-    case OnnxTrainingRule::kAdam: return {"X", "G", "V", "H"};
-    case OnnxTrainingRule::kMomentum: return {"X", "G", "V"};
-  }
-  return {};
-}
 
 class OnnxTrainingCudaKernel final : public OpKernel {
  public:
@@ -37,55 +25,27 @@ class OnnxTrainingCudaKernel final : public OpKernel {
     hyper_.alpha = float_attr(node, "alpha", static_cast<double>(0.9f));
     hyper_.beta = float_attr(node, "beta", static_cast<double>(0.999f));
     hyper_.nesterov = node.has_attr("mode") && node.attr("mode").s() == "nesterov";
-    if (rule == OnnxTrainingRule::kMomentum) {
-      for (const char* required : {"alpha", "beta", "mode", "norm_coefficient"}) {
-        if (!node.has_attr(required)) {
-          throw Error(ErrorKind::kInvalidArgument, "Momentum '" + node.name() + "': attribute '" + required + "' is required")
-              .with_node(node.name());
-        }
-      }
-      const std::string mode = node.attr("mode").s();
-      if (mode != "standard" && mode != "nesterov") {
-        throw Error(ErrorKind::kInvalidArgument,
-                    "Momentum '" + node.name() + "': mode must be \"standard\" or \"nesterov\", got \"" + mode + "\"")
-            .with_node(node.name());
-      }
-    }
+    check_onnx_training_node(node, rule);
   }
 
   void compute(KernelContext& ctx) override {
-    const std::vector<const char*> roles = group_roles(rule_);
+    const std::vector<const char*> roles = onnx_training_roles(rule_);
     const size_t k = roles.size();
-    const size_t rest = ctx.num_inputs() < 2 ? 0 : ctx.num_inputs() - 2;
-    if (rest == 0 || rest % k != 0) {
-      ctx.fail("has " + std::to_string(rest) + " inputs after R and T; expected a positive multiple of " + std::to_string(k));
-    }
-    const size_t n = rest / k;
-    if (ctx.num_outputs() > (k - 1) * n) {
-      ctx.fail("has " + std::to_string(ctx.num_outputs()) + " outputs; expected at most " + std::to_string((k - 1) * n));
-    }
+    const size_t n = onnx_training_tensor_count(ctx, rule_);
     const Tensor& r = ctx.input(0);
     if (r.num_elements() != 1 || (r.dtype() != DType::kFloat32 && r.dtype() != DType::kFloat64)) {
       ctx.fail("R must be an f32 or f64 scalar, got " + r.type_string());
     }
     const Tensor& t = ctx.input(1);
     if (t.num_elements() != 1 || t.dtype() != DType::kInt64) ctx.fail("T must be an i64 scalar, got " + t.type_string());
-    const DType dtype = ctx.input(2).dtype();
-    if (dtype != DType::kFloat32 && dtype != DType::kFloat64) ctx.fail("X_1 must be f32 or f64, got " + ctx.input(2).type_string());
+    const DType dtype = check_onnx_training_tensors(ctx, rule_, n);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, r, "R");
     cuda::require_on_device(ctx, t, "T");
     std::vector<cuda::OnnxTrainingRefs> refs(n);
     for (size_t i = 0; i < n; ++i) {
       const Tensor& x = ctx.input(2 + i);
-      for (size_t role = 0; role < k; ++role) {
-        const Tensor& other = ctx.input(2 + role * n + i);
-        if (other.dtype() != dtype || other.sizes() != x.sizes()) {
-          ctx.fail(std::string(roles[role]) + "_" + std::to_string(i + 1) + " is " + other.type_string() + "; expected " +
-                   std::string(dtype_name(dtype)) + " of X_" + std::to_string(i + 1) + "'s shape " + x.shape().to_string());
-        }
-        cuda::require_on_device(ctx, other, roles[role]);
-      }
+      for (size_t role = 0; role < k; ++role) cuda::require_on_device(ctx, ctx.input(2 + role * n + i), roles[role]);
       cuda::OnnxTrainingRefs& ref = refs[i];
       ref.x = x.raw_data();
       ref.grad = ctx.input(2 + n + i).raw_data();

@@ -8,25 +8,13 @@
 #include "ops/cuda/deterministic_sum.cuh"
 #include "ops/cuda/device_elements.cuh"
 #include "ops/cuda/multi_tensor.h"
+#include "ops/cuda/rounded_arithmetic.cuh"
 
 namespace weir::cuda {
 
 namespace {
 
 constexpr int kThreads = 256;
-
-// The CPU kernels' arithmetic, one IEEE operation at a time: the _rn
-// intrinsics keep nvcc from contracting a * b + c into an FMA, which the
-// CPU build (x86-64 without -march) never does, so an f32 step can agree
-// with the CPU's bit for bit rather than to the last ulp.
-__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline double dsub(double a, double b) { return __dsub_rn(a, b); }
-__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline double ddiv(double a, double b) { return __ddiv_rn(a, b); }
-__device__ inline float fadd(float a, float b) { return __fadd_rn(a, b); }
-__device__ inline float fsub(float a, float b) { return __fsub_rn(a, b); }
-__device__ inline float fmul(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline float fdiv(float a, float b) { return __fdiv_rn(a, b); }
 
 // scalar_input() of ops/optimizer/scalar_input.h, on the device.
 __device__ double read_scalar(DeviceScalar scalar) {
@@ -379,12 +367,9 @@ size_t clip_workspace_doubles(const int64_t* counts, int num_tensors) {
 void launch_clip_by_global_norm(ElementType type, const void* const* grads, void* const* outs, const int64_t* counts,
                                 int num_tensors, double max_norm, void* norm_out, double* workspace,
                                 cudaStream_t stream) {
-  switch (type) {
-    case ElementType::kFloat32: return clip_as<float>(grads, outs, counts, num_tensors, max_norm, norm_out, workspace, stream);
-    case ElementType::kFloat16: return clip_as<__half>(grads, outs, counts, num_tensors, max_norm, norm_out, workspace, stream);
-    case ElementType::kBFloat16:
-      return clip_as<__nv_bfloat16>(grads, outs, counts, num_tensors, max_norm, norm_out, workspace, stream);
-  }
+  with_element_type(type, [&](auto t) {
+    clip_as<decltype(t)>(grads, outs, counts, num_tensors, max_norm, norm_out, workspace, stream);
+  });
 }
 
 }  // namespace weir::cuda

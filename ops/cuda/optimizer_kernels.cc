@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/optimizer_device.h"
 #include "ops/node_attributes.h"
+#include "ops/optimizer/optimizer_kernels.h"
 
 namespace weir {
 
@@ -42,14 +44,6 @@ double* workspace_of(KernelContext& ctx, Tensor& workspace, size_t doubles) {
   return workspace.data<double>();
 }
 
-cuda::ElementType element_type(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16: return cuda::ElementType::kFloat16;
-    case DType::kBFloat16: return cuda::ElementType::kBFloat16;
-    default: return cuda::ElementType::kFloat32;
-  }
-}
-
 class UpdateCudaKernel final : public OpKernel {
  public:
   UpdateCudaKernel(const Node& node, UpdateRule rule) : rule_(rule) {
@@ -66,30 +60,14 @@ class UpdateCudaKernel final : public OpKernel {
                              : (rule_ == UpdateRule::kMomentum || rule_ == UpdateRule::kAdagrad ? 1 : 2);
     const Tensor& param = ctx.input(0);
     if (param.dtype() != DType::kFloat32) ctx.fail("the CUDA kernel takes f32 parameters, got " + param.type_string());
-    for (size_t i = 1; i < 2 + num_state; ++i) {
-      const Tensor& other = ctx.input(i);
-      if (other.dtype() != param.dtype() || other.sizes() != param.sizes()) {
-        ctx.fail("input " + std::to_string(i) + " is " + other.type_string() + "; the parameter is " + param.type_string());
-      }
-    }
-    // The update reads and writes these element by element as separate buffers.
-    for (size_t i = 0; i < 2 + num_state; ++i) {
-      for (size_t j = i + 1; j < 2 + num_state; ++j) {
-        const char* a = static_cast<const char*>(ctx.input(i).raw_data());
-        const char* b = static_cast<const char*>(ctx.input(j).raw_data());
-        if (a < b + ctx.input(j).nbytes() && b < a + ctx.input(i).nbytes()) {
-          ctx.fail("inputs " + std::to_string(i) + " and " + std::to_string(j) + " share memory; the parameter, its "
-                   "gradient and its state must be distinct tensors");
-        }
-      }
-    }
+    check_update_inputs(ctx, num_state);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     for (size_t i = 0; i < 2 + num_state; ++i) cuda::require_on_device(ctx, ctx.input(i), ("input " + std::to_string(i)).c_str());
-    const size_t skip_index = 3 + num_state + (num_state == 2 ? 1 : 0);
+    const size_t skip_index = update_skip_index(num_state);
     const bool* skip = nullptr;
     if (ctx.num_inputs() > skip_index && ctx.has_input(skip_index)) {
       const Tensor& flag = ctx.input(skip_index);
-      if (flag.dtype() != DType::kBool || flag.num_elements() != 1) ctx.fail("skip must be a bool scalar, got " + flag.type_string());
+      check_skip_flag(ctx, flag);
       cuda::require_on_device(ctx, flag, "skip");
       skip = flag.data<bool>();
     }
@@ -147,8 +125,8 @@ class ClipByGlobalNormCudaKernel final : public OpKernel {
     Tensor& norm = ctx.allocate_output(ctx.num_inputs(), dtype, {}, KernelContext::Fill::kUninitialized);
     const int num = static_cast<int>(counts.size());
     double* workspace = workspace_of(ctx, workspace_, cuda::clip_workspace_doubles(counts.data(), num));
-    cuda::launch_clip_by_global_norm(element_type(dtype), grads.data(), outs.data(), counts.data(), num, max_norm_,
-                                     norm.raw_data(), workspace, stream);
+    cuda::launch_clip_by_global_norm(cuda::checked_element_type(dtype), grads.data(), outs.data(), counts.data(), num,
+                                     max_norm_, norm.raw_data(), workspace, stream);
     cuda::check_launch(ctx, "clip_by_global_norm");
   }
 
@@ -163,9 +141,7 @@ class AssignCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& target = ctx.input(0);
     const Tensor& value = ctx.input(1);
-    if (target.dtype() != value.dtype() || target.sizes() != value.sizes()) {
-      ctx.fail("value " + value.type_string() + " does not match the target " + target.type_string());
-    }
+    check_assign(ctx, target, value);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, target, "target");
     cuda::require_on_device(ctx, value, "value");

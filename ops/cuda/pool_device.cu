@@ -1,21 +1,11 @@
 #include "ops/cuda/pool_device.h"
 
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
-
-int blocks_for(int64_t count) {
-  const int64_t wanted = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
-}
-
-__device__ inline int64_t global_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 template <typename T>
 __global__ void max_pool(const T* x, T* y, int64_t* indices, PoolWindows w, bool column_major, int64_t count) {
@@ -97,21 +87,12 @@ __global__ void global_pool(const T* x, T* y, int64_t planes, int64_t plane) {
   }
 }
 
-template <typename F>
-void dispatch(ElementType type, F&& f) {
-  switch (type) {
-    case ElementType::kFloat32: f(float{}); return;
-    case ElementType::kFloat16: f(__half{}); return;
-    case ElementType::kBFloat16: f(__nv_bfloat16{}); return;
-  }
-}
-
 }  // namespace
 
 void launch_max_pool(ElementType type, const void* x, void* y, int64_t* indices, const PoolWindows& w,
                      bool column_major, cudaStream_t stream) {
   const int64_t count = w.planes * w.out_plane();
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     max_pool<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), indices, w,
                                                              column_major, count);
@@ -121,7 +102,7 @@ void launch_max_pool(ElementType type, const void* x, void* y, int64_t* indices,
 void launch_average_pool(ElementType type, const void* x, void* y, const PoolWindows& w, bool include_pad,
                          cudaStream_t stream) {
   const int64_t count = w.planes * w.out_plane();
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     average_pool<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), w,
                                                                  include_pad, count);
@@ -131,7 +112,7 @@ void launch_average_pool(ElementType type, const void* x, void* y, const PoolWin
 void launch_max_pool_grad(ElementType type, const void* x, const void* dy, void* dx, const PoolWindows& w,
                           cudaStream_t stream) {
   const int64_t count = w.planes * w.in_plane();
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     max_pool_grad<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(dy),
                                                                   static_cast<T*>(dx), w, count);
@@ -141,7 +122,7 @@ void launch_max_pool_grad(ElementType type, const void* x, const void* dy, void*
 void launch_average_pool_grad(ElementType type, const void* dy, void* dx, const PoolWindows& w, bool include_pad,
                               cudaStream_t stream) {
   const int64_t count = w.planes * w.in_plane();
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     average_pool_grad<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<T*>(dx),
                                                                       w, include_pad, count);
@@ -151,7 +132,7 @@ void launch_average_pool_grad(ElementType type, const void* dy, void* dx, const 
 void launch_global_pool(bool max, ElementType type, const void* x, void* y, int64_t planes, int64_t plane,
                         cudaStream_t stream) {
   const int blocks = static_cast<int>(planes < kMaxBlocks ? planes : kMaxBlocks);
-  dispatch(type, [&](auto t) {
+  with_element_type(type, [&](auto t) {
     using T = decltype(t);
     if (max) {
       global_pool<T, true><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), planes, plane);

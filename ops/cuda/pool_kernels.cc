@@ -4,7 +4,9 @@
 #include <string>
 
 #include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/pool_device.h"
+#include "ops/nn/pool_kernels.h"
 #include "ops/nn/pool_problem.h"
 
 namespace weir {
@@ -13,23 +15,12 @@ namespace {
 
 using cuda::ElementType;
 
-ElementType element_type(const KernelContext& ctx, const Tensor& t) {
-  switch (t.dtype()) {
-    case DType::kFloat32: return ElementType::kFloat32;
-    case DType::kFloat16: return ElementType::kFloat16;
-    case DType::kBFloat16: return ElementType::kBFloat16;
-    default: ctx.fail("the CUDA kernel takes f32, f16 or bf16, got " + t.type_string());
-  }
-}
-
-bool count_include_pad(const Node& node) {
-  return node.has_attr("count_include_pad") && node.attr("count_include_pad").i() != 0;
-}
+using cuda::element_type;
 
 class MaxPoolCudaKernel final : public OpKernel {
  public:
   explicit MaxPoolCudaKernel(const Node& node)
-      : column_major_(node.has_attr("storage_order") && node.attr("storage_order").i() != 0) {}
+      : column_major_(max_pool_column_major(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -52,7 +43,7 @@ class MaxPoolCudaKernel final : public OpKernel {
 
 class AveragePoolCudaKernel final : public OpKernel {
  public:
-  explicit AveragePoolCudaKernel(const Node& node) : include_pad_(count_include_pad(node)) {}
+  explicit AveragePoolCudaKernel(const Node& node) : include_pad_(pool_count_include_pad(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -73,16 +64,14 @@ class AveragePoolCudaKernel final : public OpKernel {
 // MaxPoolGrad / AveragePoolGrad (dY, X) -> dX.
 class PoolGradCudaKernel final : public OpKernel {
  public:
-  PoolGradCudaKernel(const Node& node, bool max) : max_(max), include_pad_(count_include_pad(node)) {}
+  PoolGradCudaKernel(const Node& node, bool max) : max_(max), include_pad_(pool_count_include_pad(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const ElementType type = element_type(ctx, x);
     const ConvProblem p = pool_problem(ctx.node(), x.sizes());
-    if (dy.sizes() != p.out_sizes()) {
-      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the pooled output is " + format_sizes(p.out_sizes()));
-    }
+    check_pool_grad(ctx, dy, p);
     if (dy.dtype() != x.dtype()) ctx.fail("dY is " + dy.type_string() + "; expected X's " + std::string(dtype_name(x.dtype())));
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");
@@ -109,17 +98,12 @@ class GlobalPoolCudaKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (x.rank() < 3) ctx.fail("input has shape " + format_sizes(x.sizes()) + "; expected [N, C, spatial...]");
+    const GlobalPoolShape shape = global_pool_shape(ctx, x, max_);
     const ElementType type = element_type(ctx, x);
-    std::vector<int64_t> sizes(x.sizes().size(), 1);
-    sizes[0] = x.sizes()[0];
-    sizes[1] = x.sizes()[1];
-    const int64_t planes = sizes[0] * sizes[1];
-    const int64_t plane = planes == 0 ? 0 : x.num_elements() / planes;
-    if (max_ && plane == 0 && planes > 0) ctx.fail("GlobalMaxPool over empty spatial axes has no maximum");
+    const int64_t planes = shape.planes, plane = shape.plane;
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, x, "X");
-    Tensor& y = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), shape.sizes, KernelContext::Fill::kUninitialized);
     if (planes == 0) return;
     cuda::launch_global_pool(max_, type, x.raw_data(), y.raw_data(), planes, plane, stream);
     cuda::check_launch(ctx, max_ ? "global_max_pool" : "global_average_pool");

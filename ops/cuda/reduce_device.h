@@ -16,11 +16,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/reduce/reduction.h"
+
 namespace weir::cuda {
 
 enum class ReduceType { kF32, kF64, kF16, kBF16, kI32, kI64 };
 
-enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+using weir::Reduction;  // ops/reduce/reduction.h, the CPU kernels' enum
 
 // Output o (row-major over the kept axes) folds input elements
 // kept_offset(o) + reduced_offset(r) for r < count, each offset the

@@ -8,8 +8,10 @@
 #include "ops/cuda/kernel_scratch.h"
 #include "ops/cuda/reduce_device.h"
 #include "ops/cuda/reduce_layout.h"
+#include "ops/elementwise/backward_kernels.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/reduce/reduce_axes.h"
+#include "ops/reduce/reduce_kernels.h"
 #include "ops/tensor/indexing.h"
 #include "ops/wide_output.h"
 
@@ -83,11 +85,7 @@ class SumToShapeCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const std::vector<int64_t>& target = ctx.input(1).sizes();
-    auto broadcast = broadcast_sizes(x.sizes(), target);
-    if (!broadcast || *broadcast != x.sizes()) {
-      ctx.fail("cannot sum " + x.type_string() + " to shape " + ctx.input(1).shape().to_string() +
-               ": that shape does not broadcast to the input's");
-    }
+    check_sum_to_shape(ctx, x, ctx.input(1));
     // Axis a of x is summed where the right-aligned target has no axis or one of size 1.
     const size_t lead = x.sizes().size() - target.size();
     std::vector<bool> reduced(x.sizes().size());
@@ -107,26 +105,18 @@ class SumToShapeCudaKernel final : public OpKernel {
 class ReduceBackwardCudaKernel final : public OpKernel {
  public:
   ReduceBackwardCudaKernel(const Node& node, bool extremum)
-      : axes_(ReduceAxes::of(node)), mean_(node.has_attr("mean") && node.attr("mean").i() != 0), extremum_(extremum) {}
+      : axes_(ReduceAxes::of(node)), mean_(reduce_backward_mean(node)), extremum_(extremum) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    std::vector<bool> reduced = axes_.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
-    std::vector<int64_t> kept = ReduceAxes::kept_sizes(x.sizes(), reduced);
-    int64_t outputs = 1;  // elements of the reduction's result
-    for (int64_t size : kept) outputs *= size;
-    if (dy.num_elements() != outputs) {
-      ctx.fail("dY " + dy.type_string() + " does not match the reduction of X " + x.type_string());
-    }
-    if (extremum_ && (ctx.input(2).num_elements() != outputs || ctx.input(2).dtype() != x.dtype())) {
-      ctx.fail("Y " + ctx.input(2).type_string() + " does not match the reduction of X " + x.type_string());
-    }
+    const ReduceBackwardShape shape = reduce_backward_shape(ctx, axes_, extremum_);
+    const std::vector<bool>& reduced = shape.reduced;
     const ReduceType type = checked_type(ctx, dy);
     if (extremum_ && x.dtype() != dy.dtype()) {
       ctx.fail("X " + x.type_string() + " and dY " + dy.type_string() + " must have one dtype");
     }
-    int64_t count = outputs == 0 ? 0 : x.num_elements() / outputs;  // inputs folded into each output
+    const int64_t count = shape.count;
     cudaStream_t stream = cuda::cuda_stream(ctx);
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     if (dx.num_elements() == 0) return;
@@ -156,23 +146,11 @@ class ReduceBackwardCudaKernel final : public OpKernel {
 }  // namespace
 
 void register_reduce_cuda_kernels(KernelRegistry& registry) {
-  const std::vector<DType> floating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
-  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                      DType::kInt32,   DType::kInt64};
-  struct Entry {
-    const char* name;
-    Reduction reduction;
-    const std::vector<DType>* types;
-  };
-  for (const Entry& entry : {Entry{"ReduceSum", Reduction::kSum, &numeric}, Entry{"ReduceMean", Reduction::kMean, &numeric},
-                             Entry{"ReduceMax", Reduction::kMax, &numeric}, Entry{"ReduceMin", Reduction::kMin, &numeric},
-                             Entry{"ReduceProd", Reduction::kProd, &numeric}, Entry{"ReduceL1", Reduction::kL1, &numeric},
-                             Entry{"ReduceL2", Reduction::kL2, &floating},
-                             Entry{"ReduceSumSquare", Reduction::kSumSquare, &numeric},
-                             Entry{"ReduceLogSum", Reduction::kLogSum, &floating},
-                             Entry{"ReduceLogSumExp", Reduction::kLogSumExp, &floating}}) {
-    Reduction reduction = entry.reduction;
-    registry.add(entry.name, DeviceType::kCuda, *entry.types,
+  const std::vector<DType>& floating = reduce_floating_types();
+  const std::vector<DType>& numeric = reduce_numeric_types();
+  for (const ReduceOpEntry& op : reduce_ops()) {
+    Reduction reduction = op.reduction;
+    registry.add(op.name, DeviceType::kCuda, op.floating_only ? floating : numeric,
                  [reduction](const Node& node) { return std::make_unique<ReduceCudaKernel>(node, reduction); });
   }
   registry.add("SumToShape", DeviceType::kCuda, floating, [](const Node&) { return std::make_unique<SumToShapeCudaKernel>(); });

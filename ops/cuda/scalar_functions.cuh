@@ -4,10 +4,8 @@
 // CPU computes: the same comparisons and selects (NaN, -0 and ties go the
 // same way), and the arithmetic of a formula in the same order.
 //
-// nvcc contracts a * b + c into one fused multiply-add by default, which
-// rounds once where the CPU (x86-64 baseline, no FMA) rounds twice; the
-// helpers mul_rn/add_rn/sub_rn round every step (__fmul_rn and friends are never
-// contracted), so formulas of +, -, *, / match the CPU bit for bit. The
+// The helpers mul_rn/add_rn/sub_rn (rounded_arithmetic.cuh) round every
+// step, so formulas of +, -, *, / match the CPU bit for bit. The
 // transcendental functions (expf, tanhf, erff, ...) differ from glibc's by a
 // few ulps.
 #pragma once
@@ -15,15 +13,9 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/elementwise_device.h"
+#include "ops/cuda/rounded_arithmetic.cuh"
 
 namespace weir::cuda {
-
-__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
-__device__ inline double add_rn(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline float sub_rn(float a, float b) { return __fsub_rn(a, b); }
-__device__ inline double sub_rn(double a, double b) { return __dsub_rn(a, b); }
 
 // The math library in the compute type: FusedElementwise computes f64
 // graphs in double, everything else computes in float.

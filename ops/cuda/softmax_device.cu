@@ -1,37 +1,17 @@
 #include "ops/cuda/softmax_device.h"
 
+#include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
 namespace {
 
-// fmaxf, like the CPU's std::max(max, x) from -infinity, skips NaN inputs;
-// a NaN still reaches every output of its line through the sum.
-struct Max {
-  __device__ static float identity() { return -INFINITY; }
-  __device__ static float combine(float a, float b) { return fmaxf(a, b); }
-};
-struct Sum {
-  __device__ static float identity() { return 0.0f; }
-  __device__ static float combine(float a, float b) { return a + b; }
-};
-
-// Every thread of the block gets the reduction of every thread's `value`.
-// blockDim.x must be a multiple of 32.
-template <typename Op>
-__device__ float block_reduce(float value) {
-  __shared__ float partial[32];
-  for (int offset = 16; offset > 0; offset /= 2) value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads();  // the previous reduction's readers are done with `partial`
-  if (lane == 0) partial[warp] = value;
-  __syncthreads();
-  const int warps = blockDim.x / 32;
-  value = lane < warps ? partial[lane] : Op::identity();
-  for (int offset = 16; offset > 0; offset /= 2) value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
-}
+// MaxOp (fmaxf), like the CPU's std::max(max, x) from -infinity, skips NaN
+// inputs; a NaN still reaches every output of its line through the sum.
+using Max = MaxOp;
+using Sum = SumOp;
 
 // inner == 1: a block per line of n contiguous elements.
 template <typename T, bool kLog>
@@ -75,24 +55,17 @@ __global__ void softmax_strided_lines(const T* x, T* y, int64_t outer, int64_t n
   }
 }
 
-constexpr int64_t kMaxBlocks = 65536;
-
 template <typename T, bool kLog>
 void softmax_as(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
   const T* in = static_cast<const T*>(x);
   T* out = static_cast<T*>(y);
   if (inner == 1) {
     // Enough threads for the line, in whole warps, at most 256.
-    int threads = 32;
-    while (threads < 256 && threads < n) threads *= 2;
+    const int threads = threads_for_line(n, 256);
     const int blocks = static_cast<int>(outer < kMaxBlocks ? outer : kMaxBlocks);
     softmax_lines<T, kLog><<<blocks, threads, 0, stream>>>(in, out, outer, n);
   } else {
-    constexpr int kThreads = 256;
-    const int64_t lines = outer * inner;
-    const int64_t wanted = (lines + kThreads - 1) / kThreads;
-    const int blocks = static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
-    softmax_strided_lines<T, kLog><<<blocks, kThreads, 0, stream>>>(in, out, outer, n, inner);
+    softmax_strided_lines<T, kLog><<<blocks_for(outer * inner), kThreads, 0, stream>>>(in, out, outer, n, inner);
   }
 }
 

@@ -4,6 +4,7 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/softmax_grad_device.h"
+#include "ops/nn/softmax_kernels.h"
 #include "ops/node_attributes.h"
 
 namespace weir {
@@ -17,10 +18,7 @@ class SoftmaxGradCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& y = ctx.input(1);
-    if (dy.dtype() != y.dtype() || dy.sizes() != y.sizes()) {
-      ctx.fail("dY " + dy.type_string() + " and Y " + y.type_string() + " must have the same type");
-    }
-    AxisSplit split = split_at(ctx, y.sizes(), axis_);
+    AxisSplit split = softmax_grad_split(ctx, dy, y, axis_);
     const cuda::ElementType type = cuda::element_type(ctx, y.dtype());
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");

@@ -5,21 +5,13 @@
 #include <cstring>
 
 #include "ops/cuda/element_compute.cuh"
+#include "ops/cuda/launch_shape.cuh"
 
 namespace weir::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-// Enough blocks to fill an H100 several times over; larger tensors are
-// covered by the grid-stride loops.
-constexpr int64_t kMaxBlocks = 65536;
 constexpr int64_t kMaxStep = kMaxBlocks * kThreads;
-
-int blocks_for(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
 
 // Calls fn with the unsigned word type of `size` bytes (1, 2, 4, 8, 16).
 template <typename Fn>

@@ -12,6 +12,7 @@
 #include "ops/cuda/tensor_device.h"
 #include "ops/dtype_sets.h"
 #include "ops/tensor/shape_slice.h"
+#include "ops/tensor/tensor_kernels.h"
 
 namespace weir {
 
@@ -96,27 +97,11 @@ class TransposeCudaKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    const size_t rank = x.sizes().size();
-    std::vector<int64_t> perm = perm_;
-    if (perm.empty() && rank > 0) {
-      for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-    }
-    std::vector<bool> seen(rank, false);
-    bool valid = perm.size() == rank;
-    for (int64_t axis : perm) {
-      valid = valid && axis >= 0 && axis < static_cast<int64_t>(rank) && !seen[static_cast<size_t>(axis)];
-      if (valid) seen[static_cast<size_t>(axis)] = true;
-    }
-    if (!valid) ctx.fail("perm " + format_sizes(perm) + " is not a permutation of the axes of " + x.type_string());
+    const TransposeView view = transpose_view(ctx, perm_, x);
+    const std::vector<int64_t>& out_sizes = view.sizes;
+    const std::vector<int64_t>& strides = view.strides;
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, x, "input 0");
-
-    const std::vector<int64_t> in_strides = cuda::dense_strides(x.sizes());
-    std::vector<int64_t> out_sizes(rank), strides(rank);
-    for (size_t i = 0; i < rank; ++i) {
-      out_sizes[i] = x.sizes()[static_cast<size_t>(perm[i])];
-      strides[i] = in_strides[static_cast<size_t>(perm[i])];  // input stride of output axis i
-    }
     Tensor& y = ctx.allocate_output(0, x.dtype(), out_sizes, KernelContext::Fill::kUninitialized);
     if (y.num_elements() == 0) return;
     const size_t element = dtype_size(x.dtype());

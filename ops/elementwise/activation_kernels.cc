@@ -14,12 +14,6 @@ namespace {
 
 const std::vector<DType> kFloating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
 
-void check_dtype(const KernelContext& ctx, const Tensor& t, DType dtype) {
-  if (t.dtype() != dtype) {
-    ctx.fail("input is " + t.type_string() + "; this kernel was built for " + std::string(dtype_name(dtype)));
-  }
-}
-
 template <typename Function>
 class ActivationKernel final : public OpKernel {
  public:
@@ -27,7 +21,7 @@ class ActivationKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    check_dtype(ctx, x, dtype_);
+    check_activation_dtype(ctx, x, dtype_);
     Tensor& y = ctx.allocate_output(0, dtype_, x.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(dtype_, [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
@@ -54,9 +48,7 @@ class ActivationGradKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    check_dtype(ctx, dy, dtype_);
-    check_dtype(ctx, x, dtype_);
-    if (dy.sizes() != x.sizes()) ctx.fail("dY " + dy.type_string() + " and X " + x.type_string() + " differ in shape");
+    check_activation_grad(ctx, dy, x, dtype_);
     Tensor& dx = ctx.allocate_output(0, dtype_, x.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(dtype_, [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
@@ -126,9 +118,7 @@ class ClipGradKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    if (dy.sizes() != x.sizes() || dy.dtype() != x.dtype()) {
-      ctx.fail("dY " + dy.type_string() + " and X " + x.type_string() + " differ");
-    }
+    check_clip_grad(ctx, dy, x);
     Tensor& dx = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
@@ -184,6 +174,24 @@ void add_activation(KernelRegistry& registry, const std::string& name) {
 }
 
 }  // namespace
+
+void check_activation_dtype(const KernelContext& ctx, const Tensor& t, DType dtype) {
+  if (t.dtype() != dtype) {
+    ctx.fail("input is " + t.type_string() + "; this kernel was built for " + std::string(dtype_name(dtype)));
+  }
+}
+
+void check_activation_grad(const KernelContext& ctx, const Tensor& dy, const Tensor& x, DType dtype) {
+  check_activation_dtype(ctx, dy, dtype);
+  check_activation_dtype(ctx, x, dtype);
+  if (dy.sizes() != x.sizes()) ctx.fail("dY " + dy.type_string() + " and X " + x.type_string() + " differ in shape");
+}
+
+void check_clip_grad(const KernelContext& ctx, const Tensor& dy, const Tensor& x) {
+  if (dy.sizes() != x.sizes() || dy.dtype() != x.dtype()) {
+    ctx.fail("dY " + dy.type_string() + " and X " + x.type_string() + " differ");
+  }
+}
 
 void register_activation_cpu_kernels(KernelRegistry& registry) {
   add_activation<LeakyReluFunction>(registry, "LeakyRelu");

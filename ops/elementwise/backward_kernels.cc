@@ -66,11 +66,7 @@ class SumToShapeKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const std::vector<int64_t>& target = ctx.input(1).sizes();
-    auto broadcast = broadcast_sizes(x.sizes(), target);
-    if (!broadcast || *broadcast != x.sizes()) {
-      ctx.fail("cannot sum " + x.type_string() + " to shape " + ctx.input(1).shape().to_string() +
-               ": that shape does not broadcast to the input's");
-    }
+    check_sum_to_shape(ctx, x, ctx.input(1));
     Tensor& out = ctx.allocate_output(0, kernel_output_dtype(ctx, x.dtype()), target);
     BroadcastPlan plan(x.sizes(), x.sizes(), target);
     // Accumulate in double: a gradient summed over a large batch loses
@@ -97,6 +93,14 @@ class SumToShapeKernel final : public OpKernel {
 };
 
 }  // namespace
+
+void check_sum_to_shape(const KernelContext& ctx, const Tensor& x, const Tensor& ref) {
+  auto broadcast = broadcast_sizes(x.sizes(), ref.sizes());
+  if (!broadcast || *broadcast != x.sizes()) {
+    ctx.fail("cannot sum " + x.type_string() + " to shape " + ref.shape().to_string() +
+             ": that shape does not broadcast to the input's");
+  }
+}
 
 void register_elementwise_backward_cpu_kernels(KernelRegistry& registry) {
   registry.add("ReluGrad", DeviceType::kCpu, kFloating,

@@ -175,19 +175,7 @@ class VariadicKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& first = ctx.input(0);
-    std::vector<int64_t> sizes = first.sizes();
-    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
-      const Tensor& next = ctx.input(i);
-      if (next.dtype() != first.dtype()) {
-        ctx.fail("input " + std::to_string(i) + " is " + next.type_string() + "; input 0 is " + first.type_string());
-      }
-      auto folded = broadcast_sizes(sizes, next.sizes());
-      if (!folded) {
-        ctx.fail("cannot broadcast " + std::string(dtype_name(first.dtype())) + format_sizes(sizes) + " with input " +
-                 std::to_string(i) + " " + next.type_string());
-      }
-      sizes = std::move(*folded);
-    }
+    const std::vector<int64_t> sizes = variadic_output_sizes(ctx);
     if (ctx.num_inputs() == 1 && !mean_) {
       ctx.set_output(0, first);
       return;
@@ -197,7 +185,7 @@ class VariadicKernel final : public OpKernel {
     // an output over any input but exactly input 0 (which is read only at
     // the element being written) folds into a fresh tensor instead.
     Tensor fresh;
-    if (overlaps_an_input(ctx, *result)) {
+    if (variadic_output_overlaps_an_input(ctx, *result)) {
       fresh = Tensor::uninitialized(first.dtype(), sizes, ctx.allocator());
       result = &fresh;
     }
@@ -235,20 +223,6 @@ class VariadicKernel final : public OpKernel {
   }
 
  private:
-  static bool overlaps_an_input(const KernelContext& ctx, const Tensor& out) {
-    const auto* begin = static_cast<const char*>(out.raw_data());
-    const char* end = begin + out.nbytes();
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& in = ctx.input(i);
-      const auto* in_begin = static_cast<const char*>(in.raw_data());
-      const char* in_end = in_begin + in.nbytes();
-      if (in_begin >= end || in_end <= begin) continue;
-      if (i == 0 && in_begin == begin && in.sizes() == out.sizes()) continue;
-      return true;
-    }
-    return false;
-  }
-
   bool mean_;
 };
 
@@ -267,6 +241,38 @@ std::vector<int64_t> binary_output_sizes(KernelContext& ctx, const Tensor& a, co
   std::optional<std::vector<int64_t>> sizes = broadcast_sizes(a.sizes(), b.sizes());
   if (!sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
   return std::move(*sizes);
+}
+
+std::vector<int64_t> variadic_output_sizes(const KernelContext& ctx) {
+  const Tensor& first = ctx.input(0);
+  std::vector<int64_t> sizes = first.sizes();
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const Tensor& next = ctx.input(i);
+    if (next.dtype() != first.dtype()) {
+      ctx.fail("input " + std::to_string(i) + " is " + next.type_string() + "; input 0 is " + first.type_string());
+    }
+    auto folded = broadcast_sizes(sizes, next.sizes());
+    if (!folded) {
+      ctx.fail("cannot broadcast " + std::string(dtype_name(first.dtype())) + format_sizes(sizes) + " with input " +
+               std::to_string(i) + " " + next.type_string());
+    }
+    sizes = std::move(*folded);
+  }
+  return sizes;
+}
+
+bool variadic_output_overlaps_an_input(const KernelContext& ctx, const Tensor& out) {
+  const auto* begin = static_cast<const char*>(out.raw_data());
+  const char* end = begin + out.nbytes();
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& in = ctx.input(i);
+    const auto* in_begin = static_cast<const char*>(in.raw_data());
+    const char* in_end = in_begin + in.nbytes();
+    if (in_begin >= end || in_end <= begin) continue;
+    if (i == 0 && in_begin == begin && in.sizes() == out.sizes()) continue;
+    return true;
+  }
+  return false;
 }
 
 void register_binary_cpu_kernels(KernelRegistry& registry) {

@@ -19,4 +19,13 @@ void register_binary_cpu_kernels(KernelRegistry& registry);
 // inputs with it.
 std::vector<int64_t> binary_output_sizes(KernelContext& ctx, const Tensor& a, const Tensor& b, DType dtype);
 
+// Sum, Mean, Max, Min over any number of inputs (shared with the CUDA
+// kernel, ops/cuda/elementwise_kernels.cc): the inputs' sizes broadcast
+// together, checking that they have one dtype.
+std::vector<int64_t> variadic_output_sizes(const KernelContext& ctx);
+// Whether `out` overlaps an input other than as exactly input 0 (which the
+// fold reads only at the element it writes): such an output must be
+// computed into a fresh tensor.
+bool variadic_output_overlaps_an_input(const KernelContext& ctx, const Tensor& out);
+
 }  // namespace weir

@@ -27,11 +27,9 @@ class BoolResultKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
-    auto sizes = broadcast_sizes(a.sizes(), b.sizes());
-    if (!sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
-    Tensor& out = ctx.allocate_output(0, DType::kBool, *sizes, KernelContext::Fill::kUninitialized);
-    BroadcastPlan plan(*sizes, a.sizes(), b.sizes());
+    const std::vector<int64_t> sizes = comparison_sizes(ctx, a, b);
+    Tensor& out = ctx.allocate_output(0, DType::kBool, sizes, KernelContext::Fill::kUninitialized);
+    BroadcastPlan plan(sizes, a.sizes(), b.sizes());
     dispatch_dtype(a.dtype(), [&]<typename T>() {
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
@@ -65,22 +63,16 @@ class WhereKernel final : public OpKernel {
     const Tensor& condition = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& y = ctx.input(2);
-    if (condition.dtype() != DType::kBool || x.dtype() != y.dtype()) {
-      ctx.fail("needs a bool condition and X, Y of one dtype, got " + condition.type_string() + ", " + x.type_string() +
-               ", " + y.type_string());
-    }
-    auto xy = broadcast_sizes(x.sizes(), y.sizes());
-    auto sizes = xy ? broadcast_sizes(condition.sizes(), *xy) : std::nullopt;
-    if (!sizes) ctx.fail("cannot broadcast " + condition.type_string() + ", " + x.type_string() + " and " + y.type_string());
+    const std::vector<int64_t> sizes = where_sizes(ctx, condition, x, y);
     // Three operands: expand the condition to the output first, then walk X and Y.
-    std::vector<char> expanded(static_cast<size_t>(Shape::from_sizes(*sizes).num_elements()));
-    BroadcastPlan condition_plan(*sizes, condition.sizes(), condition.sizes());
+    std::vector<char> expanded(static_cast<size_t>(Shape::from_sizes(sizes).num_elements()));
+    BroadcastPlan condition_plan(sizes, condition.sizes(), condition.sizes());
     const bool* c = condition.data<bool>();
     condition_plan.for_each([&](int64_t o, int64_t co, int64_t, int64_t count) {
       for (int64_t i = 0; i < count; ++i) expanded[static_cast<size_t>(o + i)] = c[co + i * condition_plan.inner_stride_a()];
     });
-    Tensor& out = ctx.allocate_output(0, x.dtype(), *sizes, KernelContext::Fill::kUninitialized);
-    BroadcastPlan plan(*sizes, x.sizes(), y.sizes());
+    Tensor& out = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
+    BroadcastPlan plan(sizes, x.sizes(), y.sizes());
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       const T* px = x.data<T>();
       const T* py = y.data<T>();
@@ -100,6 +92,24 @@ KernelFactory factory() {
 }
 
 }  // namespace
+
+std::vector<int64_t> comparison_sizes(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype()) ctx.fail("inputs are " + a.type_string() + " and " + b.type_string());
+  auto sizes = broadcast_sizes(a.sizes(), b.sizes());
+  if (!sizes) ctx.fail("cannot broadcast " + a.type_string() + " with " + b.type_string());
+  return *sizes;
+}
+
+std::vector<int64_t> where_sizes(const KernelContext& ctx, const Tensor& condition, const Tensor& x, const Tensor& y) {
+  if (condition.dtype() != DType::kBool || x.dtype() != y.dtype()) {
+    ctx.fail("needs a bool condition and X, Y of one dtype, got " + condition.type_string() + ", " + x.type_string() +
+             ", " + y.type_string());
+  }
+  auto xy = broadcast_sizes(x.sizes(), y.sizes());
+  auto sizes = xy ? broadcast_sizes(condition.sizes(), *xy) : std::nullopt;
+  if (!sizes) ctx.fail("cannot broadcast " + condition.type_string() + ", " + x.type_string() + " and " + y.type_string());
+  return *sizes;
+}
 
 void register_logic_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType>& numeric = kNumericDTypes;

@@ -94,10 +94,7 @@ class PReluGradKernel final : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& slope = ctx.input(2);
-    check_prelu_slope(ctx, x, slope);
-    if (dy.sizes() != x.sizes() || dy.dtype() != x.dtype()) {
-      ctx.fail("dY " + dy.type_string() + " does not match X " + x.type_string());
-    }
+    check_prelu_grad(ctx, dy, x, slope);
     Tensor& dx = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     Tensor& dslope = ctx.allocate_output(1, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(x.dtype(), [&]<typename T>() {
@@ -128,6 +125,13 @@ void check_prelu_slope(const KernelContext& ctx, const Tensor& x, const Tensor& 
   auto broadcast = broadcast_sizes(x.sizes(), slope.sizes());
   if (slope.dtype() != x.dtype() || !broadcast || *broadcast != x.sizes()) {
     ctx.fail("slope " + slope.type_string() + " does not broadcast unidirectionally to X " + x.type_string());
+  }
+}
+
+void check_prelu_grad(const KernelContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& slope) {
+  check_prelu_slope(ctx, x, slope);
+  if (dy.sizes() != x.sizes() || dy.dtype() != x.dtype()) {
+    ctx.fail("dY " + dy.type_string() + " does not match X " + x.type_string());
   }
 }
 

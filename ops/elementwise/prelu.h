@@ -22,6 +22,8 @@ void register_prelu_schema(OpRegistry& registry);
 // Fails naming the node unless slope has X's dtype and its shape broadcasts
 // to X's: every device's PRelu kernels check their inputs with it.
 void check_prelu_slope(const KernelContext& ctx, const Tensor& x, const Tensor& slope);
+// PReluGrad(dY, X, slope): check_prelu_slope, and dY of X's shape and dtype.
+void check_prelu_grad(const KernelContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& slope);
 void register_prelu_cpu_kernel(KernelRegistry& registry);
 
 }  // namespace weir

@@ -12,15 +12,6 @@ namespace weir {
 
 namespace {
 
-enum class LossReduction { kNone, kSum, kMean };
-
-LossReduction reduction_of(const Node& node) {
-  std::string name = node.has_attr("reduction") ? node.attr("reduction").s() : "mean";
-  if (name == "none") return LossReduction::kNone;
-  if (name == "sum") return LossReduction::kSum;
-  return LossReduction::kMean;  // the schema has already rejected anything else
-}
-
 // scores [n, c, inner...] with labels [n, inner...], read as i64.
 struct ClassBatch {
   int64_t n = 0, c = 0, inner = 1;
@@ -65,18 +56,11 @@ std::vector<double> as_doubles(const Tensor& tensor) {
 // Reads scores/labels/weights of a class loss node; `scores` is input 0 for
 // the forward ops and `reference` (input 1) for the backward ones.
 ClassBatch read_batch(const KernelContext& ctx, const Tensor& scores, const Tensor& labels, size_t weights_input) {
-  const std::vector<int64_t>& sizes = scores.sizes();
-  if (sizes.size() < 2) ctx.fail("scores must be [N, C, ...], got " + scores.type_string());
-  std::vector<int64_t> expected = sizes;
-  expected.erase(expected.begin() + 1);
-  if (labels.sizes() != expected || (labels.dtype() != DType::kInt32 && labels.dtype() != DType::kInt64)) {
-    ctx.fail("labels " + labels.type_string() + " must be i32/i64 of scores " + scores.type_string() +
-             " without its class axis");
-  }
+  const ClassLossShape shape = class_loss_shape(ctx, scores, labels);
   ClassBatch batch;
-  batch.n = sizes[0];
-  batch.c = sizes[1];
-  for (size_t i = 2; i < sizes.size(); ++i) batch.inner *= sizes[i];
+  batch.n = shape.n;
+  batch.c = shape.c;
+  batch.inner = shape.inner;
   if (labels.dtype() == DType::kInt64) {
     batch.labels.assign(labels.data<int64_t>(), labels.data<int64_t>() + labels.num_elements());
   } else {
@@ -84,10 +68,7 @@ ClassBatch read_batch(const KernelContext& ctx, const Tensor& scores, const Tens
   }
   if (ctx.has_input(weights_input)) {
     const Tensor& weights = ctx.input(weights_input);
-    if (weights.sizes() != std::vector<int64_t>{batch.c} || weights.dtype() != scores.dtype()) {
-      ctx.fail("weights " + weights.type_string() + " must be [C] = [" + std::to_string(batch.c) + "] of " +
-               std::string(dtype_name(scores.dtype())));
-    }
+    check_class_weights(ctx, weights, scores, batch.c);
     batch.weights = as_doubles(weights);
   }
   if (ctx.node().has_attr("ignore_index")) batch.ignore_index = ctx.node().attr("ignore_index").i();
@@ -118,7 +99,7 @@ void write_loss(KernelContext& ctx, LossReduction reduction, const std::vector<d
 template <bool kSoftmax>
 class ClassLossKernel final : public OpKernel {
  public:
-  explicit ClassLossKernel(const Node& node) : reduction_(reduction_of(node)) {}
+  explicit ClassLossKernel(const Node& node) : reduction_(loss_reduction(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& scores = ctx.input(0);
@@ -157,14 +138,13 @@ class ClassLossKernel final : public OpKernel {
 template <bool kSoftmax>
 class ClassLossGradKernel final : public OpKernel {
  public:
-  explicit ClassLossGradKernel(const Node& node) : reduction_(reduction_of(node)) {}
+  explicit ClassLossGradKernel(const Node& node) : reduction_(loss_reduction(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& reference = ctx.input(1);
     ClassBatch batch = read_batch(ctx, reference, ctx.input(2), 3);
     std::vector<double> dy = as_doubles(ctx.input(0));
-    size_t expected = reduction_ == LossReduction::kNone ? static_cast<size_t>(batch.positions()) : 1;
-    if (dy.size() != expected) ctx.fail("dY has " + std::to_string(dy.size()) + " elements, expected " + std::to_string(expected));
+    check_loss_dy(ctx, ctx.input(0), reduction_, batch.positions());
     double scale = reduction_ == LossReduction::kMean ? 1.0 / batch.total_weight(ctx) : 1.0;
     std::vector<double> ref = kSoftmax ? as_doubles(reference) : std::vector<double>();
     std::vector<double> dx(static_cast<size_t>(reference.num_elements()), 0.0);
@@ -193,15 +173,12 @@ class ClassLossGradKernel final : public OpKernel {
 template <bool kGrad>
 class MeanSquaredErrorKernel final : public OpKernel {
  public:
-  explicit MeanSquaredErrorKernel(const Node& node) : reduction_(reduction_of(node)) {}
+  explicit MeanSquaredErrorKernel(const Node& node) : reduction_(loss_reduction(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& prediction = ctx.input(kGrad ? 1 : 0);
     const Tensor& target = ctx.input(kGrad ? 2 : 1);
-    auto broadcast = broadcast_sizes(prediction.sizes(), target.sizes());
-    if (!broadcast || *broadcast != prediction.sizes() || target.dtype() != prediction.dtype()) {
-      ctx.fail("target " + target.type_string() + " must broadcast to prediction " + prediction.type_string());
-    }
+    check_squared_error_target(ctx, prediction, target);
     std::vector<double> p = as_doubles(prediction), t = as_doubles(target);
     std::vector<double> difference(p.size());
     BroadcastPlan plan(prediction.sizes(), prediction.sizes(), target.sizes());
@@ -214,8 +191,7 @@ class MeanSquaredErrorKernel final : public OpKernel {
     auto count = static_cast<double>(p.size());
     if constexpr (kGrad) {
       std::vector<double> dy = as_doubles(ctx.input(0));
-      size_t expected = reduction_ == LossReduction::kNone ? p.size() : 1;
-      if (dy.size() != expected) ctx.fail("dY has " + std::to_string(dy.size()) + " elements, expected " + std::to_string(expected));
+      check_loss_dy(ctx, ctx.input(0), reduction_, static_cast<int64_t>(p.size()));
       std::vector<double> dx(p.size());
       for (size_t i = 0; i < p.size(); ++i) {
         double g = dy[reduction_ == LossReduction::kNone ? i : 0] / (reduction_ == LossReduction::kMean ? count : 1.0);
@@ -238,6 +214,50 @@ KernelFactory factory() {
 }
 
 }  // namespace
+
+LossReduction loss_reduction(const Node& node) {
+  std::string name = node.has_attr("reduction") ? node.attr("reduction").s() : "mean";
+  if (name == "none") return LossReduction::kNone;
+  if (name == "sum") return LossReduction::kSum;
+  return LossReduction::kMean;  // the schema has already rejected anything else
+}
+
+ClassLossShape class_loss_shape(const KernelContext& ctx, const Tensor& scores, const Tensor& labels) {
+  const std::vector<int64_t>& sizes = scores.sizes();
+  if (sizes.size() < 2) ctx.fail("scores must be [N, C, ...], got " + scores.type_string());
+  std::vector<int64_t> expected = sizes;
+  expected.erase(expected.begin() + 1);
+  if (labels.sizes() != expected || (labels.dtype() != DType::kInt32 && labels.dtype() != DType::kInt64)) {
+    ctx.fail("labels " + labels.type_string() + " must be i32/i64 of scores " + scores.type_string() +
+             " without its class axis");
+  }
+  ClassLossShape shape;
+  shape.n = sizes[0];
+  shape.c = sizes[1];
+  for (size_t i = 2; i < sizes.size(); ++i) shape.inner *= sizes[i];
+  return shape;
+}
+
+void check_class_weights(const KernelContext& ctx, const Tensor& weights, const Tensor& scores, int64_t classes) {
+  if (weights.sizes() != std::vector<int64_t>{classes} || weights.dtype() != scores.dtype()) {
+    ctx.fail("weights " + weights.type_string() + " must be [C] = [" + std::to_string(classes) + "] of " +
+             std::string(dtype_name(scores.dtype())));
+  }
+}
+
+void check_loss_dy(const KernelContext& ctx, const Tensor& dy, LossReduction reduction, int64_t positions) {
+  const int64_t expected = reduction == LossReduction::kNone ? positions : 1;
+  if (dy.num_elements() != expected) {
+    ctx.fail("dY has " + std::to_string(dy.num_elements()) + " elements, expected " + std::to_string(expected));
+  }
+}
+
+void check_squared_error_target(const KernelContext& ctx, const Tensor& prediction, const Tensor& target) {
+  auto broadcast = broadcast_sizes(prediction.sizes(), target.sizes());
+  if (!broadcast || *broadcast != prediction.sizes() || target.dtype() != prediction.dtype()) {
+    ctx.fail("target " + target.type_string() + " must broadcast to prediction " + prediction.type_string());
+  }
+}
 
 void register_loss_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> floating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};

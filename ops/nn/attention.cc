@@ -22,16 +22,6 @@ namespace {
 
 const std::vector<DType> kAttentionTypes = {DType::kFloat32, DType::kBFloat16, DType::kFloat64};
 
-int64_t num_heads(const Node& node) {
-  int64_t heads = node.has_attr("num_heads") ? node.attr("num_heads").i() : 0;
-  if (heads <= 0) {
-    throw Error(ErrorKind::kInvalidArgument, "Attention '" + node.name() + "': num_heads must be positive, got " +
-                                                 std::to_string(heads))
-        .with_node(node.name());
-  }
-  return heads;
-}
-
 // The mask's sizes right-aligned to [B, H, S, S]; checks that each broadcasts.
 std::vector<int64_t> mask_sizes(const KernelContext& ctx, const Tensor& mask, int64_t batch, int64_t heads, int64_t seq) {
   if (mask.rank() < 1 || mask.rank() > 4) ctx.fail("mask " + mask.type_string() + " must have rank 1 to 4");
@@ -95,26 +85,17 @@ struct AttentionPrimitives {
 class AttentionKernel final : public OpKernel {
  public:
   explicit AttentionKernel(const Node& node)
-      : heads_(num_heads(node)), scale_(node.has_attr("scale") ? std::optional<double>(node.attr("scale").f()) : std::nullopt) {}
+      : heads_(attention_num_heads(node)), scale_(node.has_attr("scale") ? std::optional<double>(node.attr("scale").f()) : std::nullopt) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& q = ctx.input(0);
     const Tensor& k = ctx.input(1);
     const Tensor& v = ctx.input(2);
     const Tensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
-    if (q.rank() != 3 || k.sizes() != q.sizes() || v.sizes() != q.sizes() || k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
-      ctx.fail("Q, K and V must be [B, S, H*D] of one shape and dtype, got " + q.type_string() + ", " + k.type_string() +
-               ", " + v.type_string());
-    }
-    const int64_t batch = q.sizes()[0], seq = q.sizes()[1], width = q.sizes()[2];
-    if (width % heads_ != 0) ctx.fail("hidden size " + std::to_string(width) + " is not divisible by " + std::to_string(heads_) + " heads");
-    const int64_t dim = width / heads_;
-    const double scale = scale_ ? *scale_ : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(dim, 1)));
-    std::vector<int64_t> mdims;
-    if (mask != nullptr) {
-      if (mask->dtype() != q.dtype()) ctx.fail("mask " + mask->type_string() + " must have Q's dtype");
-      mdims = mask_sizes(ctx, *mask, batch, heads_, seq);
-    }
+    const AttentionGeometry geometry = attention_geometry(ctx, heads_, scale_);
+    const int64_t batch = geometry.batch, seq = geometry.seq, dim = geometry.dim;
+    const double scale = geometry.scale;
+    const std::vector<int64_t>& mdims = geometry.mask_sizes;
     Tensor& y = ctx.allocate_output(0, q.dtype(), q.sizes(), KernelContext::Fill::kUninitialized);
     if (y.num_elements() == 0) return;
     if (q.dtype() == DType::kFloat64) {
@@ -205,6 +186,40 @@ class AttentionKernel final : public OpKernel {
 
 }  // namespace
 
+int64_t attention_num_heads(const Node& node) {
+  int64_t heads = node.has_attr("num_heads") ? node.attr("num_heads").i() : 0;
+  if (heads <= 0) {
+    throw Error(ErrorKind::kInvalidArgument, "Attention '" + node.name() + "': num_heads must be positive, got " +
+                                                 std::to_string(heads))
+        .with_node(node.name());
+  }
+  return heads;
+}
+
+AttentionGeometry attention_geometry(const KernelContext& ctx, int64_t heads, std::optional<double> scale) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  if (q.rank() != 3 || k.sizes() != q.sizes() || v.sizes() != q.sizes() || k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
+    ctx.fail("Q, K and V must be [B, S, H*D] of one shape and dtype, got " + q.type_string() + ", " + k.type_string() +
+             ", " + v.type_string());
+  }
+  AttentionGeometry geometry;
+  geometry.batch = q.sizes()[0];
+  geometry.seq = q.sizes()[1];
+  geometry.heads = heads;
+  const int64_t width = q.sizes()[2];
+  if (width % heads != 0) ctx.fail("hidden size " + std::to_string(width) + " is not divisible by " + std::to_string(heads) + " heads");
+  geometry.dim = width / heads;
+  geometry.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(geometry.dim, 1)));
+  if (mask != nullptr) {
+    if (mask->dtype() != q.dtype()) ctx.fail("mask " + mask->type_string() + " must have Q's dtype");
+    geometry.mask_sizes = mask_sizes(ctx, *mask, geometry.batch, heads, geometry.seq);
+  }
+  return geometry;
+}
+
 void register_attention_schemas(OpRegistry& registry) {
   OpSchema attention("Attention");
   attention.input("Q", "T")
@@ -218,7 +233,7 @@ void register_attention_schemas(OpRegistry& registry) {
       .infer([](InferenceContext& ctx) {
         const TensorType* q = ctx.input_type(0);
         if (q == nullptr) return;
-        int64_t heads = num_heads(ctx.node());
+        int64_t heads = attention_num_heads(ctx.node());
         if (q->shape.has_rank()) {
           if (q->shape.rank() != 3) ctx.fail("Q " + q->shape.to_string() + " must be [B, S, H*D]");
           const Dim& width = q->shape[2];

@@ -14,6 +14,10 @@
 // Inference only: no gradient rule.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <vector>
+
 #include "core/op_schema.h"
 #include "ops/kernel.h"
 
@@ -21,5 +25,18 @@ namespace weir {
 
 void register_attention_schemas(OpRegistry& registry);
 void register_attention_cpu_kernels(KernelRegistry& registry);
+
+// The num_heads attribute; throws naming the node unless it is positive.
+int64_t attention_num_heads(const Node& node);
+
+// One Attention call's sizes, checked the same way by the CPU and CUDA kernels.
+struct AttentionGeometry {
+  int64_t batch = 0, seq = 0, heads = 0, dim = 0;
+  double scale = 1.0;               // the attribute, or 1/sqrt(D)
+  std::vector<int64_t> mask_sizes;  // the mask's sizes right-aligned to [B, H, S, S]; empty without one
+};
+// Checks Q, K, V (inputs 0-2) and the optional mask (input 3) of the
+// kernel's context against `heads` and returns their geometry.
+AttentionGeometry attention_geometry(const KernelContext& ctx, int64_t heads, std::optional<double> scale);
 
 }  // namespace weir

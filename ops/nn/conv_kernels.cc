@@ -126,22 +126,6 @@ void add_channel_bias(Tensor& y, const Tensor& bias, bool channels_last = false)
   });
 }
 
-bool is_empty(const std::vector<int64_t>& sizes) {
-  for (int64_t size : sizes) {
-    if (size == 0) return true;
-  }
-  return false;
-}
-
-void check_same_dtype(const KernelContext& ctx, DType dtype) {
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (ctx.has_input(i) && ctx.input(i).dtype() != dtype) {
-      ctx.fail("input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.input(i).dtype())) + "; expected " +
-               std::string(dtype_name(dtype)));
-    }
-  }
-}
-
 // Conv (kForward), ConvTranspose (kTranspose) and FusedConv (kForward with
 // an activation, and channels-first or channels-last data).
 class ConvKernel final : public OpKernel {
@@ -159,25 +143,18 @@ class ConvKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
-    check_same_dtype(ctx, x.dtype());
+    check_conv_inputs_dtype(ctx, x.dtype());
     const bool last = options_.channels_last;
     if (last && !DnnlConv::supports(x.dtype()) && x.dtype() != DType::kFloat16) {
       ctx.fail("layout NHWC needs f32, bf16 or f16 data, not " + std::string(dtype_name(x.dtype())));
     }
     const ConvProblem p = problem_for(ctx, x.sizes(), w.sizes());
     bool forward = kind_ == ConvKind::kForward;
-    std::vector<int64_t> y_sizes = forward ? p.out_sizes() : p.in_sizes();
+    const ConvOutput output = conv_output(ctx, p, forward, last);
+    const std::vector<int64_t>& y_sizes = output.sizes;
+    const bool empty = output.empty;
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != y_sizes[1])) {
-      ctx.fail("bias has shape " + format_sizes(bias->sizes()) + "; expected [" + std::to_string(y_sizes[1]) +
-               "], one value per output channel");
-    }
-    bool empty = is_empty(x.sizes()) || is_empty(w.sizes()) || is_empty(y_sizes);
-    if (last) y_sizes = channels_last_order(y_sizes);
     const Tensor* addend = ctx.has_input(3) ? &ctx.input(3) : nullptr;
-    if (addend != nullptr && addend->sizes() != y_sizes) {
-      ctx.fail("the addend Z has shape " + format_sizes(addend->sizes()) + "; expected the output's " + format_sizes(y_sizes));
-    }
     Tensor& y = ctx.allocate_output(0, x.dtype(), y_sizes,
                                     empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (empty) {
@@ -229,25 +206,19 @@ class ConvKernel final : public OpKernel {
   std::vector<int64_t> problem_x_sizes_, problem_w_sizes_;
 };
 
-bool transposed(const Node& node) { return node.has_attr("transposed") && node.attr("transposed").i() != 0; }
-
 // ConvGradData(dY, W, X) -> dX and ConvGradWeight(dY, X, W) -> dW: one
 // kernel, since both read the same problem and check dY the same way.
 class ConvGradKernel final : public OpKernel {
  public:
-  ConvGradKernel(const Node& node, bool weight) : weight_(weight), transposed_(transposed(node)) {}
+  ConvGradKernel(const Node& node, bool weight) : weight_(weight), transposed_(conv_grad_transposed(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(weight_ ? 1 : 2);
     const Tensor& w = ctx.input(weight_ ? 2 : 1);
-    check_same_dtype(ctx, dy.dtype());
+    check_conv_inputs_dtype(ctx, dy.dtype());
     ConvProblem p = conv_problem(ctx.node(), transposed_ ? ConvKind::kTranspose : ConvKind::kForward, x.sizes(), w.sizes());
-    std::vector<int64_t> expected = transposed_ ? p.in_sizes() : p.out_sizes();
-    if (dy.sizes() != expected) {
-      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
-    }
-    bool empty = is_empty(dy.sizes()) || is_empty(w.sizes()) || is_empty(x.sizes());
+    const bool empty = check_conv_grad(ctx, p, transposed_, dy, x, w);
     DType grad_dtype = weight_ ? kernel_output_dtype(ctx, dy.dtype()) : dy.dtype();
     Tensor& grad = ctx.allocate_output(0, grad_dtype, weight_ ? w.sizes() : x.sizes(),
                                        empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
@@ -272,9 +243,8 @@ class ConvGradBiasKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
-    if (dy.rank() < 2) ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; expected [N, C, ...]");
-    int64_t batch = dy.sizes()[0], channels = dy.sizes()[1];
-    int64_t plane = batch * channels == 0 ? 0 : dy.num_elements() / (batch * channels);
+    const ConvBiasGradShape shape = conv_bias_grad_shape(ctx, dy);
+    const int64_t batch = shape.batch, channels = shape.channels, plane = shape.plane;
     Tensor& db = ctx.allocate_output(0, kernel_output_dtype(ctx, dy.dtype()), {channels},
                                      KernelContext::Fill::kUninitialized);
     const bool wide = db.dtype() != dy.dtype();
@@ -314,6 +284,62 @@ class ConvGradBiasKernel final : public OpKernel {
 };
 
 }  // namespace
+
+void check_conv_inputs_dtype(const KernelContext& ctx, DType dtype) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i) && ctx.input(i).dtype() != dtype) {
+      ctx.fail("input " + std::to_string(i) + " is " + std::string(dtype_name(ctx.input(i).dtype())) + "; expected " +
+               std::string(dtype_name(dtype)));
+    }
+  }
+}
+
+bool has_zero_size(const std::vector<int64_t>& sizes) {
+  for (int64_t size : sizes) {
+    if (size == 0) return true;
+  }
+  return false;
+}
+
+bool conv_grad_transposed(const Node& node) { return node.has_attr("transposed") && node.attr("transposed").i() != 0; }
+
+ConvOutput conv_output(const KernelContext& ctx, const ConvProblem& p, bool forward, bool channels_last) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  ConvOutput output;
+  output.sizes = forward ? p.out_sizes() : p.in_sizes();
+  output.channels = output.sizes[1];
+  const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (bias != nullptr && (bias->rank() != 1 || bias->sizes()[0] != output.channels)) {
+    ctx.fail("bias has shape " + format_sizes(bias->sizes()) + "; expected [" + std::to_string(output.channels) +
+             "], one value per output channel");
+  }
+  output.empty = has_zero_size(x.sizes()) || has_zero_size(w.sizes()) || has_zero_size(output.sizes);
+  if (channels_last) output.sizes = channels_last_order(output.sizes);
+  const Tensor* addend = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  if (addend != nullptr && addend->sizes() != output.sizes) {
+    ctx.fail("the addend Z has shape " + format_sizes(addend->sizes()) + "; expected the output's " + format_sizes(output.sizes));
+  }
+  return output;
+}
+
+bool check_conv_grad(const KernelContext& ctx, const ConvProblem& p, bool transposed, const Tensor& dy, const Tensor& x,
+                     const Tensor& w) {
+  const std::vector<int64_t> expected = transposed ? p.in_sizes() : p.out_sizes();
+  if (dy.sizes() != expected) {
+    ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the forward output is " + format_sizes(expected));
+  }
+  return has_zero_size(dy.sizes()) || has_zero_size(w.sizes()) || has_zero_size(x.sizes());
+}
+
+ConvBiasGradShape conv_bias_grad_shape(const KernelContext& ctx, const Tensor& dy) {
+  if (dy.rank() < 2) ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; expected [N, C, ...]");
+  ConvBiasGradShape shape;
+  shape.batch = dy.sizes()[0];
+  shape.channels = dy.sizes()[1];
+  shape.plane = shape.batch * shape.channels == 0 ? 0 : dy.num_elements() / (shape.batch * shape.channels);
+  return shape;
+}
 
 void register_conv_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};

@@ -15,28 +15,18 @@ const std::vector<DType> kFloating = {DType::kFloat32, DType::kFloat64, DType::k
 
 uint64_t mix(uint64_t z) { return splitmix64_mix(z); }
 
+// CPU inputs are in host memory already.
+Tensor as_is(const Tensor& t, const char*) { return t; }
+
 double scalar_of(const KernelContext& ctx, size_t index, double fallback) {
-  if (!ctx.has_input(index)) return fallback;
-  const Tensor& t = ctx.input(index);
-  if (t.num_elements() != 1) ctx.fail("input " + std::to_string(index) + " must be a scalar, got " + t.type_string());
-  double value = 0;
-  dispatch_dtype(t.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) value = t.data<bool>()[0] ? 1 : 0;
-    else value = static_cast<double>(load(t.data<T>()[0]));
-  });
-  return value;
+  return dropout_scalar(ctx, index, fallback, "", as_is);
 }
 
-double checked_ratio(const KernelContext& ctx, size_t index) {
-  double ratio = scalar_of(ctx, index, 0.5);
-  if (!(ratio >= 0 && ratio < 1)) ctx.fail("ratio must be in [0, 1), got " + std::to_string(ratio));
-  return ratio;
-}
+double checked_ratio(const KernelContext& ctx, size_t index) { return dropout_ratio(ctx, index, as_is); }
 
 class DropoutKernel final : public OpKernel {
  public:
-  explicit DropoutKernel(const Node& node)
-      : seed_(static_cast<uint64_t>(node.has_attr("seed") ? node.attr("seed").i() : 0)) {}
+  explicit DropoutKernel(const Node& node) : seed_(dropout_seed(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -52,7 +42,7 @@ class DropoutKernel final : public OpKernel {
       return;
     }
     uint64_t run = ctx.rng_counter().value_or(runs_.fetch_add(1));
-    uint64_t stream = mix(seed_ ^ mix(run + 0x9E3779B97F4A7C15ULL));
+    uint64_t stream = dropout_stream_key(seed_, run);
     // keep when the top 53 bits, as a fraction in [0, 1), are >= ratio
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     Tensor mask_storage = want_mask ? Tensor() : Tensor::uninitialized(DType::kBool, x.sizes());
@@ -95,9 +85,7 @@ class DropoutGradKernel final : public OpKernel {
       ctx.set_output(0, dy);
       return;
     }
-    if (mask.dtype() != DType::kBool || mask.sizes() != dy.sizes()) {
-      ctx.fail("mask " + mask.type_string() + " must be bool shaped like dY " + dy.type_string());
-    }
+    check_dropout_mask(ctx, mask, dy);
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(dy.dtype(), [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
@@ -113,6 +101,36 @@ class DropoutGradKernel final : public OpKernel {
 };
 
 }  // namespace
+
+uint64_t dropout_seed(const Node& node) { return static_cast<uint64_t>(node.has_attr("seed") ? node.attr("seed").i() : 0); }
+
+uint64_t dropout_stream_key(uint64_t seed, uint64_t run) { return mix(seed ^ mix(run + 0x9E3779B97F4A7C15ULL)); }
+
+double dropout_scalar(const KernelContext& ctx, size_t index, double fallback, const char* what, const HostTensorFn& on_host) {
+  if (!ctx.has_input(index)) return fallback;
+  if (ctx.input(index).num_elements() != 1) {
+    ctx.fail("input " + std::to_string(index) + " must be a scalar, got " + ctx.input(index).type_string());
+  }
+  const Tensor t = on_host(ctx.input(index), what);
+  double value = 0;
+  dispatch_dtype(t.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) value = t.data<bool>()[0] ? 1 : 0;
+    else value = static_cast<double>(load(t.data<T>()[0]));
+  });
+  return value;
+}
+
+double dropout_ratio(const KernelContext& ctx, size_t index, const HostTensorFn& on_host) {
+  double ratio = dropout_scalar(ctx, index, 0.5, "ratio", on_host);
+  if (!(ratio >= 0 && ratio < 1)) ctx.fail("ratio must be in [0, 1), got " + std::to_string(ratio));
+  return ratio;
+}
+
+void check_dropout_mask(const KernelContext& ctx, const Tensor& mask, const Tensor& dy) {
+  if (mask.dtype() != DType::kBool || mask.sizes() != dy.sizes()) {
+    ctx.fail("mask " + mask.type_string() + " must be bool shaped like dY " + dy.type_string());
+  }
+}
 
 void register_dropout_schemas(OpRegistry& registry) {
   OpSchema dropout("Dropout");

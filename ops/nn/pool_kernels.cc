@@ -74,14 +74,10 @@ int64_t first_max(const T* plane, const std::vector<int64_t>& taps) {
   return best;
 }
 
-bool count_include_pad(const Node& node) {
-  return node.has_attr("count_include_pad") && node.attr("count_include_pad").i() != 0;
-}
-
 class MaxPoolKernel final : public OpKernel {
  public:
   explicit MaxPoolKernel(const Node& node)
-      : column_major_(node.has_attr("storage_order") && node.attr("storage_order").i() != 0) {}
+      : column_major_(max_pool_column_major(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -135,7 +131,7 @@ class MaxPoolKernel final : public OpKernel {
 
 class AveragePoolKernel final : public OpKernel {
  public:
-  explicit AveragePoolKernel(const Node& node) : include_pad_(count_include_pad(node)) {}
+  explicit AveragePoolKernel(const Node& node) : include_pad_(pool_count_include_pad(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -177,7 +173,7 @@ class AveragePoolKernel final : public OpKernel {
 class ChannelsLastPoolKernel final : public OpKernel {
  public:
   explicit ChannelsLastPoolKernel(const Node& node)
-      : max_((node.has_attr("mode") ? node.attr("mode").s() : "max") == "max"), include_pad_(count_include_pad(node)) {}
+      : max_((node.has_attr("mode") ? node.attr("mode").s() : "max") == "max"), include_pad_(pool_count_include_pad(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -371,15 +367,13 @@ bool max_pool_backward_2x2(const ConvProblem& p, const T* src, const T* grad, T*
 // MaxPoolGrad / AveragePoolGrad (dY, X) -> dX.
 class PoolGradKernel final : public OpKernel {
  public:
-  PoolGradKernel(const Node& node, bool max) : max_(max), include_pad_(count_include_pad(node)) {}
+  PoolGradKernel(const Node& node, bool max) : max_(max), include_pad_(pool_count_include_pad(node)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     ConvProblem p = pool_problem(ctx.node(), x.sizes());
-    if (dy.sizes() != p.out_sizes()) {
-      ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the pooled output is " + format_sizes(p.out_sizes()));
-    }
+    check_pool_grad(ctx, dy, p);
     Tensor& dx = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     int64_t in_plane = p.in_plane(), out_plane = p.out_plane();
     dispatch_dtype(x.dtype(), [&]<typename T>() {
@@ -447,14 +441,9 @@ class GlobalPoolKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (x.rank() < 3) ctx.fail("input has shape " + format_sizes(x.sizes()) + "; expected [N, C, spatial...]");
-    std::vector<int64_t> sizes(x.sizes().size(), 1);
-    sizes[0] = x.sizes()[0];
-    sizes[1] = x.sizes()[1];
-    int64_t planes = sizes[0] * sizes[1];
-    int64_t plane = planes == 0 ? 0 : x.num_elements() / planes;
-    if (max_ && plane == 0 && planes > 0) ctx.fail("GlobalMaxPool over empty spatial axes has no maximum");
-    Tensor& y = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
+    const GlobalPoolShape shape = global_pool_shape(ctx, x, max_);
+    const int64_t planes = shape.planes, plane = shape.plane;
+    Tensor& y = ctx.allocate_output(0, x.dtype(), shape.sizes, KernelContext::Fill::kUninitialized);
     dispatch_dtype(x.dtype(), [&]<typename T>() {
       if constexpr (!std::is_same_v<T, bool>) {
         const T* in = x.data<T>();
@@ -486,6 +475,30 @@ class GlobalPoolKernel final : public OpKernel {
 };
 
 }  // namespace
+
+bool pool_count_include_pad(const Node& node) {
+  return node.has_attr("count_include_pad") && node.attr("count_include_pad").i() != 0;
+}
+
+bool max_pool_column_major(const Node& node) { return node.has_attr("storage_order") && node.attr("storage_order").i() != 0; }
+
+void check_pool_grad(const KernelContext& ctx, const Tensor& dy, const ConvProblem& p) {
+  if (dy.sizes() != p.out_sizes()) {
+    ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the pooled output is " + format_sizes(p.out_sizes()));
+  }
+}
+
+GlobalPoolShape global_pool_shape(const KernelContext& ctx, const Tensor& x, bool max) {
+  if (x.rank() < 3) ctx.fail("input has shape " + format_sizes(x.sizes()) + "; expected [N, C, spatial...]");
+  GlobalPoolShape shape;
+  shape.sizes.assign(x.sizes().size(), 1);
+  shape.sizes[0] = x.sizes()[0];
+  shape.sizes[1] = x.sizes()[1];
+  shape.planes = shape.sizes[0] * shape.sizes[1];
+  shape.plane = shape.planes == 0 ? 0 : x.num_elements() / shape.planes;
+  if (max && shape.plane == 0 && shape.planes > 0) ctx.fail("GlobalMaxPool over empty spatial axes has no maximum");
+  return shape;
+}
 
 void register_pool_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};

@@ -64,10 +64,7 @@ class SoftmaxGradKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& y = ctx.input(1);
-    if (dy.dtype() != y.dtype() || dy.sizes() != y.sizes()) {
-      ctx.fail("dY " + dy.type_string() + " and Y " + y.type_string() + " must have the same type");
-    }
-    AxisSplit split = split_at(ctx, y.sizes(), axis_);
+    AxisSplit split = softmax_grad_split(ctx, dy, y, axis_);
     Tensor& dx = ctx.allocate_output(0, y.dtype(), y.sizes(), KernelContext::Fill::kUninitialized);
     dispatch_dtype(y.dtype(), [&]<typename T>() {
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
@@ -98,6 +95,13 @@ class SoftmaxGradKernel final : public OpKernel {
 };
 
 }  // namespace
+
+AxisSplit softmax_grad_split(const KernelContext& ctx, const Tensor& dy, const Tensor& y, int64_t axis) {
+  if (dy.dtype() != y.dtype() || dy.sizes() != y.sizes()) {
+    ctx.fail("dY " + dy.type_string() + " and Y " + y.type_string() + " must have the same type");
+  }
+  return split_at(ctx, y.sizes(), axis);
+}
 
 void register_softmax_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> floating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};

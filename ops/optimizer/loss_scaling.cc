@@ -62,30 +62,21 @@ class UnscaleGradientsKernel final : public OpKernel {
 
 class UpdateLossScaleKernel final : public OpKernel {
  public:
-  explicit UpdateLossScaleKernel(const Node& node)
-      : growth_(float_attr(node, "growth_factor", 2.0)),
-        backoff_(float_attr(node, "backoff_factor", 0.5)),
-        interval_(int_attr(node, "growth_interval", 2000)),
-        min_scale_(float_attr(node, "min_scale", 1.0)),
-        max_scale_(float_attr(node, "max_scale", 16777216.0)) {
-    if (interval_ < 1) throw Error(ErrorKind::kInvalidArgument, "UpdateLossScale '" + node.name() + "': growth_interval must be at least 1");
-  }
+  explicit UpdateLossScaleKernel(const Node& node) : schedule_(loss_scale_schedule(node)) {}
 
   void compute(KernelContext& ctx) override {
+    check_loss_scale_inputs(ctx);
     const Tensor& scale = ctx.input(0);
     const Tensor& good = ctx.input(1);
-    if (scale.dtype() != DType::kFloat32 || scale.num_elements() != 1) ctx.fail("scale must be an f32 scalar, got " + scale.type_string());
-    if (good.dtype() != DType::kInt64 || good.num_elements() != 1) ctx.fail("good_steps must be an i64 scalar, got " + good.type_string());
     const Tensor& found_inf = ctx.input(2);
-    if (found_inf.dtype() != DType::kBool || found_inf.num_elements() != 1) ctx.fail("found_inf must be a bool scalar, got " + found_inf.type_string());
     const bool overflow = found_inf.data<bool>()[0];
     float& s = scale.data<float>()[0];
     int64_t& n = good.data<int64_t>()[0];
     if (overflow) {
-      s = static_cast<float>(std::max(min_scale_, s * backoff_));
+      s = static_cast<float>(std::max(schedule_.min_scale, s * schedule_.backoff_factor));
       n = 0;
-    } else if (++n >= interval_) {
-      s = static_cast<float>(std::min(max_scale_, s * growth_));
+    } else if (++n >= schedule_.growth_interval) {
+      s = static_cast<float>(std::min(schedule_.max_scale, s * schedule_.growth_factor));
       n = 0;
     }
     ctx.set_output(0, scale);
@@ -93,12 +84,34 @@ class UpdateLossScaleKernel final : public OpKernel {
   }
 
  private:
-  double growth_, backoff_;
-  int64_t interval_;
-  double min_scale_, max_scale_;
+  LossScaleSchedule schedule_;
 };
 
 }  // namespace
+
+LossScaleSchedule loss_scale_schedule(const Node& node) {
+  LossScaleSchedule schedule;
+  schedule.growth_factor = float_attr(node, "growth_factor", 2.0);
+  schedule.backoff_factor = float_attr(node, "backoff_factor", 0.5);
+  schedule.growth_interval = int_attr(node, "growth_interval", 2000);
+  schedule.min_scale = float_attr(node, "min_scale", 1.0);
+  schedule.max_scale = float_attr(node, "max_scale", 16777216.0);
+  if (schedule.growth_interval < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "UpdateLossScale '" + node.name() + "': growth_interval must be at least 1");
+  }
+  return schedule;
+}
+
+void check_loss_scale_inputs(const KernelContext& ctx) {
+  const Tensor& scale = ctx.input(0);
+  const Tensor& good = ctx.input(1);
+  const Tensor& found_inf = ctx.input(2);
+  if (scale.dtype() != DType::kFloat32 || scale.num_elements() != 1) ctx.fail("scale must be an f32 scalar, got " + scale.type_string());
+  if (good.dtype() != DType::kInt64 || good.num_elements() != 1) ctx.fail("good_steps must be an i64 scalar, got " + good.type_string());
+  if (found_inf.dtype() != DType::kBool || found_inf.num_elements() != 1) {
+    ctx.fail("found_inf must be a bool scalar, got " + found_inf.type_string());
+  }
+}
 
 void register_loss_scaling_schemas(OpRegistry& registry) {
   OpSchema unscale("UnscaleGradients");

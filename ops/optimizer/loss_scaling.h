@@ -15,12 +15,22 @@
 // is passes/training/loss_scaling.h, in the training pipeline with AMP in fp16.
 #pragma once
 
+#include <cstdint>
+
 #include "core/op_schema.h"
 #include "ops/kernel.h"
+#include "ops/optimizer/loss_scale_schedule.h"
 
 namespace weir {
 
 void register_loss_scaling_schemas(OpRegistry& registry);
 void register_loss_scaling_cpu_kernels(KernelRegistry& registry);
+
+// UpdateLossScale's attributes, read and checked (growth_interval >= 1,
+// else throws naming the node) the same way by the CPU and CUDA kernels.
+LossScaleSchedule loss_scale_schedule(const Node& node);
+// UpdateLossScale(scale, good_steps, found_inf): checks an f32, an i64 and
+// a bool scalar.
+void check_loss_scale_inputs(const KernelContext& ctx);
 
 }  // namespace weir

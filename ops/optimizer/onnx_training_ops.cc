@@ -16,17 +16,9 @@ namespace weir {
 
 namespace {
 
-enum class Rule { kAdagrad, kAdam, kMomentum };
+using Rule = OnnxTrainingRule;
 
-// The tensors of one group, in input order after R and T (X and G first).
-std::vector<const char*> group_roles(Rule rule) {
-  switch (rule) {
-    case Rule::kAdagrad: return {"X", "G", "H"};
-    case Rule::kAdam: return {"X", "G", "V", "H"};
-    case Rule::kMomentum: return {"X", "G", "V"};
-  }
-  return {};
-}
+std::vector<const char*> group_roles(Rule rule) { return onnx_training_roles(rule); }
 
 // "X..., G..., H..." for messages.
 std::string layout(Rule rule) {
@@ -66,14 +58,21 @@ void check_mode(const std::string& mode, const std::function<void(const std::str
   if (mode != "standard" && mode != "nesterov") fail("mode must be \"standard\" or \"nesterov\", got \"" + mode + "\"");
 }
 
+// tensor_count, and a message in `why` too when there are more outputs than
+// the (k - 1) n new values.
+size_t checked_tensor_count(Rule rule, size_t num_inputs, size_t num_outputs, std::string& why) {
+  const size_t n = tensor_count(rule, num_inputs, why);
+  if (!why.empty()) return n;
+  const size_t k = group_roles(rule).size();
+  if (num_outputs > (k - 1) * n) why = "has " + std::to_string(num_outputs) + " outputs; expected " + expected_outputs(rule, n);
+  return n;
+}
+
 void infer_training(InferenceContext& ctx, Rule rule) {
   std::string why;
-  const size_t n = tensor_count(rule, ctx.num_inputs(), why);
+  const size_t n = checked_tensor_count(rule, ctx.num_inputs(), ctx.num_outputs(), why);
   if (!why.empty()) ctx.fail(why);
   const size_t k = group_roles(rule).size();
-  if (ctx.num_outputs() > (k - 1) * n) {
-    ctx.fail("has " + std::to_string(ctx.num_outputs()) + " outputs; expected " + expected_outputs(rule, n));
-  }
   if (rule == Rule::kMomentum) {
     check_mode(ctx.attr("mode").s(), [&](const std::string& message) { ctx.fail(message); });
   }
@@ -127,45 +126,15 @@ class TrainingKernel final : public OpKernel {
         alpha_(float_attr(node, "alpha", static_cast<double>(0.9f))),
         beta_(float_attr(node, "beta", static_cast<double>(0.999f))),
         nesterov_(node.has_attr("mode") && node.attr("mode").s() == "nesterov") {
-    if (rule == Rule::kMomentum) {
-      for (const char* required : {"alpha", "beta", "mode", "norm_coefficient"}) {
-        if (!node.has_attr(required)) {
-          throw Error(ErrorKind::kInvalidArgument, "Momentum '" + node.name() + "': attribute '" + required +
-                                                       "' is required").with_node(node.name());
-        }
-      }
-      check_mode(node.attr("mode").s(), [&](const std::string& message) {
-        throw Error(ErrorKind::kInvalidArgument, "Momentum '" + node.name() + "': " + message).with_node(node.name());
-      });
-    }
+    check_onnx_training_node(node, rule);
   }
 
   void compute(KernelContext& ctx) override {
-    std::string why;
-    const size_t n = tensor_count(rule_, ctx.num_inputs(), why);
-    if (!why.empty()) ctx.fail(why);
-    const size_t k = group_roles(rule_).size();
-    if (ctx.num_outputs() > (k - 1) * n) {
-      ctx.fail("has " + std::to_string(ctx.num_outputs()) + " outputs; expected " + expected_outputs(rule_, n));
-    }
+    const size_t n = onnx_training_tensor_count(ctx, rule_);
     const double r = learning_rate(ctx);
     const int64_t t = update_count(ctx);
-    const DType dtype = ctx.input(2).dtype();
-    if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
-      ctx.fail("X_1 must be f32 or f64, got " + ctx.input(2).type_string());
-    }
-    const std::vector<const char*> roles = group_roles(rule_);
-    for (size_t i = 0; i < n; ++i) {
-      const Tensor& x = ctx.input(2 + i);
-      for (size_t role = 0; role < k; ++role) {
-        const Tensor& other = ctx.input(2 + role * n + i);
-        if (other.dtype() != dtype || other.sizes() != x.sizes()) {
-          ctx.fail(std::string(roles[role]) + "_" + std::to_string(i + 1) + " is " + other.type_string() +
-                   "; expected " + std::string(dtype_name(dtype)) + " of X_" + std::to_string(i + 1) + "'s shape " +
-                   x.shape().to_string());
-        }
-      }
-    }
+    const DType dtype = check_onnx_training_tensors(ctx, rule_, n);
+    const size_t k = group_roles(rule_).size();
 
     // Per-step scalars (the learning rate and the gradient's weight).
     double rate = r, gradient_weight = 1;
@@ -289,6 +258,56 @@ void register_onnx_training_schemas(OpRegistry& registry) {
                    .required_attr("beta", AttrType::kFloat)
                    .required_attr("mode", AttrType::kString)
                    .required_attr("norm_coefficient", AttrType::kFloat));
+}
+
+std::vector<const char*> onnx_training_roles(OnnxTrainingRule rule) {
+  switch (rule) {
+    case OnnxTrainingRule::kAdagrad: return {"X", "G", "H"};
+    case OnnxTrainingRule::kAdam: return {"X", "G", "V", "H"};
+    case OnnxTrainingRule::kMomentum: return {"X", "G", "V"};
+  }
+  return {};
+}
+
+void check_onnx_training_node(const Node& node, OnnxTrainingRule rule) {
+  if (rule != OnnxTrainingRule::kMomentum) return;
+  for (const char* required : {"alpha", "beta", "mode", "norm_coefficient"}) {
+    if (!node.has_attr(required)) {
+      throw Error(ErrorKind::kInvalidArgument, "Momentum '" + node.name() + "': attribute '" + required +
+                                                   "' is required").with_node(node.name());
+    }
+  }
+  check_mode(node.attr("mode").s(), [&](const std::string& message) {
+    throw Error(ErrorKind::kInvalidArgument, "Momentum '" + node.name() + "': " + message).with_node(node.name());
+  });
+}
+
+size_t onnx_training_tensor_count(const KernelContext& ctx, OnnxTrainingRule rule) {
+  std::string why;
+  const size_t n = checked_tensor_count(rule, ctx.num_inputs(), ctx.num_outputs(), why);
+  if (!why.empty()) ctx.fail(why);
+  return n;
+}
+
+DType check_onnx_training_tensors(const KernelContext& ctx, OnnxTrainingRule rule, size_t n) {
+  const DType dtype = ctx.input(2).dtype();
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+    ctx.fail("X_1 must be f32 or f64, got " + ctx.input(2).type_string());
+  }
+  const std::vector<const char*> roles = group_roles(rule);
+  const size_t k = roles.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& x = ctx.input(2 + i);
+    for (size_t role = 0; role < k; ++role) {
+      const Tensor& other = ctx.input(2 + role * n + i);
+      if (other.dtype() != dtype || other.sizes() != x.sizes()) {
+        ctx.fail(std::string(roles[role]) + "_" + std::to_string(i + 1) + " is " + other.type_string() +
+                 "; expected " + std::string(dtype_name(dtype)) + " of X_" + std::to_string(i + 1) + "'s shape " +
+                 x.shape().to_string());
+      }
+    }
+  }
+  return dtype;
 }
 
 void register_onnx_training_cpu_kernels(KernelRegistry& registry) {

@@ -21,8 +21,12 @@
 // rules: these are updates, not differentiable functions of the model.
 #pragma once
 
+#include <cstddef>
+#include <vector>
+
 #include "core/op_schema.h"
 #include "ops/kernel.h"
+#include "ops/optimizer/onnx_training_rule.h"
 
 namespace weir {
 
@@ -30,5 +34,21 @@ inline constexpr const char* kOnnxTrainingDomain = "ai.onnx.preview.training";
 
 void register_onnx_training_schemas(OpRegistry& registry);
 void register_onnx_training_cpu_kernels(KernelRegistry& registry);
+
+// Shared with the CUDA kernels (ops/cuda/onnx_training_kernels.cc): one
+// check, one message.
+
+// The roles of one optimized tensor's inputs after R and T, X and G first
+// ("X", "G", "H" for Adagrad), as messages name them.
+std::vector<const char*> onnx_training_roles(OnnxTrainingRule rule);
+// A kernel's node: Momentum's required attributes and its mode; throws
+// naming the node.
+void check_onnx_training_node(const Node& node, OnnxTrainingRule rule);
+// The number of optimized tensors n: checks that the inputs after R and T
+// split into whole groups and that there are at most (k - 1) n outputs.
+size_t onnx_training_tensor_count(const KernelContext& ctx, OnnxTrainingRule rule);
+// Checks that X_1 is f32 or f64 and that every tensor of each group has its
+// type and its X's shape; returns that type.
+DType check_onnx_training_tensors(const KernelContext& ctx, OnnxTrainingRule rule, size_t n);
 
 }  // namespace weir

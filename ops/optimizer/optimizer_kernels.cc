@@ -29,27 +29,11 @@ class UpdateKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     size_t num_state = rule_ == Rule::kSgd ? 0 : (rule_ == Rule::kMomentum || rule_ == Rule::kAdagrad ? 1 : 2);
     const Tensor& param = ctx.input(0);
-    for (size_t i = 1; i < 2 + num_state; ++i) {
-      const Tensor& other = ctx.input(i);
-      if (other.dtype() != param.dtype() || other.sizes() != param.sizes()) {
-        ctx.fail("input " + std::to_string(i) + " is " + other.type_string() + "; the parameter is " + param.type_string());
-      }
-    }
-    // The update loops treat these as separate buffers.
-    for (size_t i = 0; i < 2 + num_state; ++i) {
-      for (size_t j = i + 1; j < 2 + num_state; ++j) {
-        const char* a = static_cast<const char*>(ctx.input(i).raw_data());
-        const char* b = static_cast<const char*>(ctx.input(j).raw_data());
-        if (a < b + ctx.input(j).nbytes() && b < a + ctx.input(i).nbytes()) {
-          ctx.fail("inputs " + std::to_string(i) + " and " + std::to_string(j) + " share memory; the parameter, its "
-                   "gradient and its state must be distinct tensors");
-        }
-      }
-    }
-    const size_t skip_index = 3 + num_state + (num_state == 2 ? 1 : 0);
+    check_update_inputs(ctx, num_state);
+    const size_t skip_index = update_skip_index(num_state);
     if (ctx.num_inputs() > skip_index) {
       const Tensor& skip = ctx.input(skip_index);
-      if (skip.dtype() != DType::kBool || skip.num_elements() != 1) ctx.fail("skip must be a bool scalar, got " + skip.type_string());
+      check_skip_flag(ctx, skip);
       if (skip.data<bool>()[0]) {  // an overflowed step: everything stays as it was
         ctx.set_output(0, param);
         for (size_t i = 0; i < num_state && i + 1 < ctx.num_outputs(); ++i) ctx.set_output(1 + i, ctx.input(2 + i));
@@ -229,13 +213,43 @@ class AssignKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& target = ctx.input(0);
     const Tensor& value = ctx.input(1);
-    if (target.dtype() != value.dtype() || target.sizes() != value.sizes()) {
-      ctx.fail("value " + value.type_string() + " does not match the target " + target.type_string());
-    }
+    check_assign(ctx, target, value);
     if (target.raw_data() != value.raw_data()) std::memcpy(target.raw_data(), value.raw_data(), value.nbytes());
     ctx.set_output(0, target);
   }
 };
+
+void check_update_inputs(const KernelContext& ctx, size_t num_state) {
+  const Tensor& param = ctx.input(0);
+  for (size_t i = 1; i < 2 + num_state; ++i) {
+    const Tensor& other = ctx.input(i);
+    if (other.dtype() != param.dtype() || other.sizes() != param.sizes()) {
+      ctx.fail("input " + std::to_string(i) + " is " + other.type_string() + "; the parameter is " + param.type_string());
+    }
+  }
+  for (size_t i = 0; i < 2 + num_state; ++i) {
+    for (size_t j = i + 1; j < 2 + num_state; ++j) {
+      const char* a = static_cast<const char*>(ctx.input(i).raw_data());
+      const char* b = static_cast<const char*>(ctx.input(j).raw_data());
+      if (a < b + ctx.input(j).nbytes() && b < a + ctx.input(i).nbytes()) {
+        ctx.fail("inputs " + std::to_string(i) + " and " + std::to_string(j) + " share memory; the parameter, its "
+                 "gradient and its state must be distinct tensors");
+      }
+    }
+  }
+}
+
+size_t update_skip_index(size_t num_state) { return 3 + num_state + (num_state == 2 ? 1 : 0); }
+
+void check_skip_flag(const KernelContext& ctx, const Tensor& flag) {
+  if (flag.dtype() != DType::kBool || flag.num_elements() != 1) ctx.fail("skip must be a bool scalar, got " + flag.type_string());
+}
+
+void check_assign(const KernelContext& ctx, const Tensor& target, const Tensor& value) {
+  if (target.dtype() != value.dtype() || target.sizes() != value.sizes()) {
+    ctx.fail("value " + value.type_string() + " does not match the target " + target.type_string());
+  }
+}
 
 void register_optimizer_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> types = {DType::kFloat32, DType::kFloat64};

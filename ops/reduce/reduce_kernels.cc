@@ -16,8 +16,6 @@ namespace weir {
 
 namespace {
 
-enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
-
 // The identity of the reduction, in the accumulator type; integer max/min
 // start at the limits of the storage type T so empty sets give T's limits.
 template <typename T, typename Acc>
@@ -246,22 +244,14 @@ class ReduceKernel final : public OpKernel {
 class ReduceBackwardKernel final : public OpKernel {
  public:
   ReduceBackwardKernel(const Node& node, bool extremum)
-      : axes_(ReduceAxes::of(node)), mean_(node.has_attr("mean") && node.attr("mean").i() != 0), extremum_(extremum) {}
+      : axes_(ReduceAxes::of(node)), mean_(reduce_backward_mean(node)), extremum_(extremum) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
-    std::vector<bool> reduced = axes_.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
-    std::vector<int64_t> kept = ReduceAxes::kept_sizes(x.sizes(), reduced);
-    int64_t outputs = 1;  // elements of the reduction's result
-    for (int64_t size : kept) outputs *= size;
-    if (dy.num_elements() != outputs) {
-      ctx.fail("dY " + dy.type_string() + " does not match the reduction of X " + x.type_string());
-    }
-    if (extremum_ && (ctx.input(2).num_elements() != outputs || ctx.input(2).dtype() != x.dtype())) {
-      ctx.fail("Y " + ctx.input(2).type_string() + " does not match the reduction of X " + x.type_string());
-    }
-    int64_t count = outputs == 0 ? 0 : x.num_elements() / outputs;  // inputs folded into each output
+    const ReduceBackwardShape shape = reduce_backward_shape(ctx, axes_, extremum_);
+    const std::vector<int64_t>& kept = shape.kept;
+    const int64_t count = shape.count;
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     BroadcastPlan plan(x.sizes(), x.sizes(), kept);
     dispatch_dtype(dy.dtype(), [&]<typename T>() {
@@ -351,24 +341,51 @@ class ReduceProdGradKernel final : public OpKernel {
 
 }  // namespace
 
+ReduceBackwardShape reduce_backward_shape(const KernelContext& ctx, const ReduceAxes& axes, bool extremum) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  ReduceBackwardShape shape;
+  shape.reduced = axes.resolve(x.rank(), [&](const std::string& message) { ctx.fail(message); });
+  shape.kept = ReduceAxes::kept_sizes(x.sizes(), shape.reduced);
+  for (int64_t size : shape.kept) shape.outputs *= size;
+  if (dy.num_elements() != shape.outputs) {
+    ctx.fail("dY " + dy.type_string() + " does not match the reduction of X " + x.type_string());
+  }
+  if (extremum && (ctx.input(2).num_elements() != shape.outputs || ctx.input(2).dtype() != x.dtype())) {
+    ctx.fail("Y " + ctx.input(2).type_string() + " does not match the reduction of X " + x.type_string());
+  }
+  shape.count = shape.outputs == 0 ? 0 : x.num_elements() / shape.outputs;
+  return shape;
+}
+
+bool reduce_backward_mean(const Node& node) { return node.has_attr("mean") && node.attr("mean").i() != 0; }
+
+const std::vector<ReduceOpEntry>& reduce_ops() {
+  static const std::vector<ReduceOpEntry> ops = {
+      {"ReduceSum", Reduction::kSum, false},         {"ReduceMean", Reduction::kMean, false},
+      {"ReduceMax", Reduction::kMax, false},         {"ReduceMin", Reduction::kMin, false},
+      {"ReduceProd", Reduction::kProd, false},       {"ReduceL1", Reduction::kL1, false},
+      {"ReduceL2", Reduction::kL2, true},            {"ReduceSumSquare", Reduction::kSumSquare, false},
+      {"ReduceLogSum", Reduction::kLogSum, true},    {"ReduceLogSumExp", Reduction::kLogSumExp, true}};
+  return ops;
+}
+
+const std::vector<DType>& reduce_floating_types() {
+  static const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+  return types;
+}
+
+const std::vector<DType>& reduce_numeric_types() {
+  static const std::vector<DType> types = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                                           DType::kInt32,   DType::kInt64};
+  return types;
+}
+
 void register_reduce_cpu_kernels(KernelRegistry& registry) {
-  const std::vector<DType> floating = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
-  const std::vector<DType> numeric = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                                      DType::kInt32,   DType::kInt64};
-  struct Entry {
-    const char* name;
-    Reduction kind;
-    const std::vector<DType>* types;
-  };
-  for (const Entry& entry : {Entry{"ReduceSum", Reduction::kSum, &numeric}, Entry{"ReduceMean", Reduction::kMean, &numeric},
-                             Entry{"ReduceMax", Reduction::kMax, &numeric}, Entry{"ReduceMin", Reduction::kMin, &numeric},
-                             Entry{"ReduceProd", Reduction::kProd, &numeric}, Entry{"ReduceL1", Reduction::kL1, &numeric},
-                             Entry{"ReduceL2", Reduction::kL2, &floating},
-                             Entry{"ReduceSumSquare", Reduction::kSumSquare, &numeric},
-                             Entry{"ReduceLogSum", Reduction::kLogSum, &floating},
-                             Entry{"ReduceLogSumExp", Reduction::kLogSumExp, &floating}}) {
-    Reduction kind = entry.kind;
-    registry.add(entry.name, DeviceType::kCpu, *entry.types,
+  const std::vector<DType>& numeric = reduce_numeric_types();
+  for (const ReduceOpEntry& op : reduce_ops()) {
+    Reduction kind = op.reduction;
+    registry.add(op.name, DeviceType::kCpu, op.floating_only ? reduce_floating_types() : numeric,
                  [kind](const Node& node) { return std::make_unique<ReduceKernel>(node, kind); });
   }
   registry.add("BroadcastReduced", DeviceType::kCpu, numeric,

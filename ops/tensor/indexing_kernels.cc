@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "ops/axis_lines.h"
 #include "ops/dtype_dispatch.h"
@@ -16,14 +18,7 @@ namespace weir {
 
 namespace {
 
-int64_t axis_attr(const Node& node, int64_t fallback) { return node.has_attr("axis") ? node.attr("axis").i() : fallback; }
-
-// Product of sizes[begin, end).
-int64_t span(const std::vector<int64_t>& sizes, size_t begin, size_t end) {
-  int64_t product = 1;
-  for (size_t i = begin; i < end; ++i) product *= sizes[i];
-  return product;
-}
+int64_t span(const std::vector<int64_t>& sizes, size_t begin, size_t end) { return size_product(sizes, begin, end); }
 
 // Concat pieces along `axis`: piece i has sizes[i][axis] rows of `inner` elements per outer index.
 // Copies between the joined tensor and the pieces (join: pieces -> joined).
@@ -65,20 +60,9 @@ class ConcatKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& first = ctx.input(0);
     int64_t axis = resolve_axis(ctx, ctx.node().attr("axis").i(), first.sizes().size());
-    std::vector<int64_t> sizes = first.sizes();
-    sizes[static_cast<size_t>(axis)] = 0;
-    std::vector<const Tensor*> pieces;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& t = ctx.input(i);
-      bool same = t.dtype() == first.dtype() && t.rank() == first.rank();
-      for (size_t a = 0; same && a < sizes.size(); ++a) same = static_cast<int64_t>(a) == axis || t.sizes()[a] == first.sizes()[a];
-      if (!same) ctx.fail("input " + std::to_string(i) + " " + t.type_string() + " does not match input 0 " + first.type_string() +
-                          " off the concat axis " + std::to_string(axis));
-      sizes[static_cast<size_t>(axis)] += t.sizes()[static_cast<size_t>(axis)];
-      pieces.push_back(&t);
-    }
-    Tensor& out = ctx.allocate_output(0, first.dtype(), sizes, KernelContext::Fill::kUninitialized);
-    move_pieces(pieces, out, axis, true);
+    const ConcatInputs inputs = concat_inputs(ctx, axis);
+    Tensor& out = ctx.allocate_output(0, first.dtype(), inputs.sizes, KernelContext::Fill::kUninitialized);
+    move_pieces(inputs.pieces, out, axis, true);
   }
 };
 
@@ -88,12 +72,7 @@ class ConcatGradKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     int64_t axis = resolve_axis(ctx, ctx.node().attr("axis").i(), dy.sizes().size());
-    std::vector<const Tensor*> pieces;
-    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
-      std::vector<int64_t> sizes = dy.sizes();
-      sizes[static_cast<size_t>(axis)] = ctx.input(i).sizes().at(static_cast<size_t>(axis));
-      pieces.push_back(&ctx.allocate_output(i - 1, dy.dtype(), sizes, KernelContext::Fill::kUninitialized));
-    }
+    std::vector<const Tensor*> pieces = allocate_concat_grad_pieces(ctx, dy, axis);
     move_pieces(pieces, dy, axis, false);
   }
 };
@@ -102,27 +81,12 @@ class SplitKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    int64_t axis = resolve_axis(ctx, axis_attr(ctx.node(), 0), x.sizes().size());
-    int64_t along = x.sizes()[static_cast<size_t>(axis)];
-    size_t n = ctx.num_outputs();
-    std::vector<int64_t> parts;
-    if (ctx.has_input(1)) {
-      parts = index_values(ctx, ctx.input(1), "split");
-      int64_t sum = 0;
-      for (int64_t part : parts) sum += part;
-      if (parts.size() != n || sum != along) {
-        ctx.fail("split " + format_sizes(parts) + " must have " + std::to_string(n) + " entries summing to " + std::to_string(along));
-      }
-    } else {
-      int64_t part = (along + static_cast<int64_t>(n) - 1) / static_cast<int64_t>(n);
-      for (size_t i = 0; i < n; ++i) parts.push_back(std::max<int64_t>(0, std::min(part, along - part * static_cast<int64_t>(i))));
-    }
-    std::vector<const Tensor*> pieces;
-    for (size_t i = 0; i < n; ++i) {
-      std::vector<int64_t> sizes = x.sizes();
-      sizes[static_cast<size_t>(axis)] = parts[i];
-      pieces.push_back(&ctx.allocate_output(i, x.dtype(), sizes, KernelContext::Fill::kUninitialized));
-    }
+    int64_t axis = resolve_axis(ctx, indexing_axis(ctx.node(), 0), x.sizes().size());
+    std::optional<std::vector<int64_t>> given;
+    if (ctx.has_input(1)) given = index_values(ctx, ctx.input(1), "split");
+    std::vector<int64_t> parts =
+        split_parts(ctx, given ? &*given : nullptr, x.sizes()[static_cast<size_t>(axis)], ctx.num_outputs());
+    std::vector<const Tensor*> pieces = allocate_split_pieces(ctx, x, axis, parts);
     move_pieces(pieces, x, axis, false);
   }
 };
@@ -135,13 +99,9 @@ class SliceKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     size_t first = gradient_ ? 1 : 0;
     const Tensor& data = ctx.input(first);
-    std::vector<int64_t> starts = index_values(ctx, ctx.input(first + 1), "starts");
-    std::vector<int64_t> ends = index_values(ctx, ctx.input(first + 2), "ends");
-    std::optional<std::vector<int64_t>> axes, steps;
-    if (ctx.has_input(first + 3)) axes = index_values(ctx, ctx.input(first + 3), "axes");
-    if (ctx.has_input(first + 4)) steps = index_values(ctx, ctx.input(first + 4), "steps");
-    std::vector<SliceAxis> sliced = resolve_slice(data.sizes(), starts, ends, axes ? &*axes : nullptr,
-                                                  steps ? &*steps : nullptr, [&](const std::string& m) { ctx.fail(m); });
+    std::vector<SliceAxis> sliced = slice_axes(ctx, first, data.sizes(), [&](size_t input, const char* what) {
+      return index_values(ctx, ctx.input(input), what);
+    });
     std::vector<int64_t> out_sizes;
     for (const SliceAxis& axis : sliced) out_sizes.push_back(axis.count);
     if (!gradient_) {
@@ -150,7 +110,7 @@ class SliceKernel final : public OpKernel {
       return;
     }
     const Tensor& dy = ctx.input(0);
-    if (dy.sizes() != out_sizes) ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the slice is " + format_sizes(out_sizes));
+    check_slice_grad(ctx, dy, out_sizes);
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), data.sizes(), KernelContext::Fill::kZeros);
     copy_slice(data.sizes(), sliced, dtype_size(dy.dtype()), dy.raw_data(), dx.raw_data(), true);
   }
@@ -175,12 +135,10 @@ class GatherKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const Tensor& data = ctx.input(0);
-    int64_t axis = resolve_axis(ctx, axis_attr(ctx.node(), 0), data.sizes().size());
+    int64_t axis = resolve_axis(ctx, indexing_axis(ctx.node(), 0), data.sizes().size());
     const std::vector<int64_t>& ds = data.sizes();
     std::vector<int64_t> indices = checked_indices(ctx, ctx.input(1), ds[static_cast<size_t>(axis)]);
-    std::vector<int64_t> out_sizes(ds.begin(), ds.begin() + axis);
-    out_sizes.insert(out_sizes.end(), ctx.input(1).sizes().begin(), ctx.input(1).sizes().end());
-    out_sizes.insert(out_sizes.end(), ds.begin() + axis + 1, ds.end());
+    std::vector<int64_t> out_sizes = gather_sizes(ds, axis, ctx.input(1).sizes());
     Tensor& out = ctx.allocate_output(0, data.dtype(), out_sizes, KernelContext::Fill::kUninitialized);
     size_t row = static_cast<size_t>(span(ds, static_cast<size_t>(axis) + 1, ds.size())) * dtype_size(data.dtype());
     int64_t outer = span(ds, 0, static_cast<size_t>(axis)), along = ds[static_cast<size_t>(axis)];
@@ -202,12 +160,12 @@ class GatherGradKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const std::vector<int64_t>& ds = ctx.input(1).sizes();
-    int64_t axis = resolve_axis(ctx, axis_attr(ctx.node(), 0), ds.size());
+    int64_t axis = resolve_axis(ctx, indexing_axis(ctx.node(), 0), ds.size());
     int64_t along = ds[static_cast<size_t>(axis)];
     std::vector<int64_t> indices = checked_indices(ctx, ctx.input(2), along);
     int64_t outer = span(ds, 0, static_cast<size_t>(axis)), row = span(ds, static_cast<size_t>(axis) + 1, ds.size());
     auto count = static_cast<int64_t>(indices.size());
-    if (dy.num_elements() != outer * count * row) ctx.fail("dY " + dy.type_string() + " does not match the gathered shape");
+    check_gather_grad(ctx, dy, outer, count, row);
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), ds, KernelContext::Fill::kZeros);
     dispatch_dtype(dy.dtype(), [&]<typename T>() {
       if constexpr (!std::is_same_v<T, bool>) {
@@ -233,10 +191,9 @@ class ExpandKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     std::vector<int64_t> shape = index_values(ctx, ctx.input(1), "shape");
-    auto sizes = broadcast_sizes(x.sizes(), shape);
-    if (!sizes) ctx.fail("cannot expand " + x.type_string() + " to " + format_sizes(shape));
-    Tensor& out = ctx.allocate_output(0, x.dtype(), *sizes, KernelContext::Fill::kUninitialized);
-    BroadcastPlan plan(*sizes, x.sizes(), x.sizes());
+    std::vector<int64_t> sizes = expand_sizes(ctx, x, shape);
+    Tensor& out = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
+    BroadcastPlan plan(sizes, x.sizes(), x.sizes());
     size_t element = dtype_size(x.dtype());
     const auto* src = static_cast<const char*>(x.raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
@@ -273,15 +230,7 @@ class TileKernel final : public OpKernel {
  public:
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    std::vector<int64_t> repeats = index_values(ctx, ctx.input(1), "repeats");
-    if (repeats.size() != x.sizes().size()) {
-      ctx.fail("repeats " + format_sizes(repeats) + " needs one entry per axis of " + x.type_string());
-    }
-    std::vector<int64_t> sizes = x.sizes();
-    for (size_t a = 0; a < sizes.size(); ++a) {
-      if (repeats[a] < 0) ctx.fail("repeats " + format_sizes(repeats) + " has a negative entry");
-      sizes[a] *= repeats[a];
-    }
+    std::vector<int64_t> sizes = tile_sizes(ctx, x, index_values(ctx, ctx.input(1), "repeats"));
     Tensor& out = ctx.allocate_output(0, x.dtype(), sizes, KernelContext::Fill::kUninitialized);
     size_t element = dtype_size(x.dtype());
     const auto* src = static_cast<const char*>(x.raw_data());
@@ -298,11 +247,7 @@ class TileGradKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
     const std::vector<int64_t>& xs = ctx.input(1).sizes();
-    bool tiles = dy.sizes().size() == xs.size();
-    for (size_t a = 0; tiles && a < xs.size(); ++a) {
-      tiles = xs[a] == 0 ? dy.sizes()[a] == 0 : dy.sizes()[a] % xs[a] == 0;
-    }
-    if (!tiles) ctx.fail("dY " + dy.type_string() + " is not a tiling of X " + ctx.input(1).type_string());
+    check_tiling(ctx, dy, ctx.input(1));
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs, KernelContext::Fill::kZeros);
     dispatch_dtype(dy.dtype(), [&]<typename T>() {
       if constexpr (!std::is_same_v<T, bool>) {
@@ -323,21 +268,11 @@ void fill_with(Tensor& out, const void* value) {
 
 class ConstantOfShapeKernel final : public OpKernel {
  public:
-  explicit ConstantOfShapeKernel(const Node& node) {
-    if (node.has_attr("value")) {
-      value_ = node.attr("value").t();
-      if (value_.num_elements() != 1) {
-        throw Error(ErrorKind::kShape, "ConstantOfShape '" + node.name() + "': value must hold one element, got " +
-                                           value_.type_string()).with_node(node.name());
-      }
-    } else {
-      value_ = Tensor::scalar<float>(0.0f);
-    }
-  }
+  explicit ConstantOfShapeKernel(const Node& node) : value_(constant_of_shape_value(node)) {}
 
   void compute(KernelContext& ctx) override {
     std::vector<int64_t> shape = index_values(ctx, ctx.input(0), "shape");
-    if (!checked_num_elements(shape)) ctx.fail("shape " + format_sizes(shape) + " has a negative size or too many elements");
+    check_constant_shape(ctx, shape);
     Tensor& out = ctx.allocate_output(0, value_.dtype(), shape, KernelContext::Fill::kUninitialized);
     fill_with(out, value_.raw_data());
   }
@@ -419,6 +354,140 @@ KernelFactory simple() {
 }
 
 }  // namespace
+
+int64_t indexing_axis(const Node& node, int64_t fallback) { return node.has_attr("axis") ? node.attr("axis").i() : fallback; }
+
+int64_t size_product(const std::vector<int64_t>& sizes, size_t begin, size_t end) {
+  int64_t product = 1;
+  for (size_t i = begin; i < end; ++i) product *= sizes[i];
+  return product;
+}
+
+ConcatInputs concat_inputs(const KernelContext& ctx, int64_t axis) {
+  const Tensor& first = ctx.input(0);
+  ConcatInputs inputs;
+  std::vector<int64_t>& sizes = inputs.sizes;
+  sizes = first.sizes();
+  sizes[static_cast<size_t>(axis)] = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    bool same = t.dtype() == first.dtype() && t.rank() == first.rank();
+    for (size_t a = 0; same && a < sizes.size(); ++a) same = static_cast<int64_t>(a) == axis || t.sizes()[a] == first.sizes()[a];
+    if (!same) ctx.fail("input " + std::to_string(i) + " " + t.type_string() + " does not match input 0 " + first.type_string() +
+                        " off the concat axis " + std::to_string(axis));
+    sizes[static_cast<size_t>(axis)] += t.sizes()[static_cast<size_t>(axis)];
+    inputs.pieces.push_back(&t);
+  }
+  return inputs;
+}
+
+std::vector<const Tensor*> allocate_concat_grad_pieces(KernelContext& ctx, const Tensor& dy, int64_t axis) {
+  std::vector<const Tensor*> pieces;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    std::vector<int64_t> sizes = dy.sizes();
+    sizes[static_cast<size_t>(axis)] = ctx.input(i).sizes().at(static_cast<size_t>(axis));
+    pieces.push_back(&ctx.allocate_output(i - 1, dy.dtype(), sizes, KernelContext::Fill::kUninitialized));
+  }
+  return pieces;
+}
+
+std::vector<int64_t> split_parts(const KernelContext& ctx, const std::vector<int64_t>* given, int64_t along, size_t outputs) {
+  const size_t n = outputs;
+  std::vector<int64_t> parts;
+  if (given) {
+    parts = *given;
+    int64_t sum = 0;
+    for (int64_t part : parts) sum += part;
+    if (parts.size() != n || sum != along) {
+      ctx.fail("split " + format_sizes(parts) + " must have " + std::to_string(n) + " entries summing to " + std::to_string(along));
+    }
+  } else {
+    int64_t part = (along + static_cast<int64_t>(n) - 1) / static_cast<int64_t>(n);
+    for (size_t i = 0; i < n; ++i) parts.push_back(std::max<int64_t>(0, std::min(part, along - part * static_cast<int64_t>(i))));
+  }
+  return parts;
+}
+
+std::vector<const Tensor*> allocate_split_pieces(KernelContext& ctx, const Tensor& x, int64_t axis,
+                                                 const std::vector<int64_t>& parts) {
+  std::vector<const Tensor*> pieces;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::vector<int64_t> sizes = x.sizes();
+    sizes[static_cast<size_t>(axis)] = parts[i];
+    pieces.push_back(&ctx.allocate_output(i, x.dtype(), sizes, KernelContext::Fill::kUninitialized));
+  }
+  return pieces;
+}
+
+std::vector<SliceAxis> slice_axes(const KernelContext& ctx, size_t first, const std::vector<int64_t>& data_sizes,
+                                  const IndexInputFn& read) {
+  std::vector<int64_t> starts = read(first + 1, "starts");
+  std::vector<int64_t> ends = read(first + 2, "ends");
+  std::optional<std::vector<int64_t>> axes, steps;
+  if (ctx.has_input(first + 3)) axes = read(first + 3, "axes");
+  if (ctx.has_input(first + 4)) steps = read(first + 4, "steps");
+  return resolve_slice(data_sizes, starts, ends, axes ? &*axes : nullptr, steps ? &*steps : nullptr,
+                       [&](const std::string& m) { ctx.fail(m); });
+}
+
+void check_slice_grad(const KernelContext& ctx, const Tensor& dy, const std::vector<int64_t>& slice_sizes) {
+  if (dy.sizes() != slice_sizes) {
+    ctx.fail("dY has shape " + format_sizes(dy.sizes()) + "; the slice is " + format_sizes(slice_sizes));
+  }
+}
+
+std::vector<int64_t> gather_sizes(const std::vector<int64_t>& data_sizes, int64_t axis,
+                                  const std::vector<int64_t>& indices_sizes) {
+  std::vector<int64_t> out_sizes(data_sizes.begin(), data_sizes.begin() + axis);
+  out_sizes.insert(out_sizes.end(), indices_sizes.begin(), indices_sizes.end());
+  out_sizes.insert(out_sizes.end(), data_sizes.begin() + axis + 1, data_sizes.end());
+  return out_sizes;
+}
+
+void check_gather_grad(const KernelContext& ctx, const Tensor& dy, int64_t outer, int64_t count, int64_t row) {
+  if (dy.num_elements() != outer * count * row) ctx.fail("dY " + dy.type_string() + " does not match the gathered shape");
+}
+
+std::vector<int64_t> expand_sizes(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& shape) {
+  auto sizes = broadcast_sizes(x.sizes(), shape);
+  if (!sizes) ctx.fail("cannot expand " + x.type_string() + " to " + format_sizes(shape));
+  return *sizes;
+}
+
+std::vector<int64_t> tile_sizes(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& repeats) {
+  if (repeats.size() != x.sizes().size()) {
+    ctx.fail("repeats " + format_sizes(repeats) + " needs one entry per axis of " + x.type_string());
+  }
+  std::vector<int64_t> sizes = x.sizes();
+  for (size_t a = 0; a < sizes.size(); ++a) {
+    if (repeats[a] < 0) ctx.fail("repeats " + format_sizes(repeats) + " has a negative entry");
+    sizes[a] *= repeats[a];
+  }
+  return sizes;
+}
+
+void check_tiling(const KernelContext& ctx, const Tensor& dy, const Tensor& x) {
+  const std::vector<int64_t>& xs = x.sizes();
+  bool tiles = dy.sizes().size() == xs.size();
+  for (size_t a = 0; tiles && a < xs.size(); ++a) {
+    tiles = xs[a] == 0 ? dy.sizes()[a] == 0 : dy.sizes()[a] % xs[a] == 0;
+  }
+  if (!tiles) ctx.fail("dY " + dy.type_string() + " is not a tiling of X " + x.type_string());
+}
+
+Tensor constant_of_shape_value(const Node& node) {
+  if (!node.has_attr("value")) return Tensor::scalar<float>(0.0f);
+  Tensor value = node.attr("value").t();
+  if (value.num_elements() != 1) {
+    throw Error(ErrorKind::kShape, "ConstantOfShape '" + node.name() + "': value must hold one element, got " +
+                                       value.type_string()).with_node(node.name());
+  }
+  return value;
+}
+
+void check_constant_shape(const KernelContext& ctx, const std::vector<int64_t>& shape) {
+  if (!checked_num_elements(shape)) ctx.fail("shape " + format_sizes(shape) + " has a negative size or too many elements");
+}
 
 void register_indexing_cpu_kernels(KernelRegistry& registry) {
   registry.add("Concat", DeviceType::kCpu, kAnyDTypes, simple<ConcatKernel>());

@@ -169,26 +169,9 @@ class TransposeKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    const size_t rank = x.sizes().size();
-    std::vector<int64_t> perm = perm_;
-    if (perm.empty() && rank > 0) {
-      for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-    }
-    std::vector<bool> seen(rank, false);
-    bool valid = perm.size() == rank;
-    for (int64_t axis : perm) {
-      valid = valid && axis >= 0 && axis < static_cast<int64_t>(rank) && !seen[static_cast<size_t>(axis)];
-      if (valid) seen[static_cast<size_t>(axis)] = true;
-    }
-    if (!valid) ctx.fail("perm " + format_sizes(perm) + " is not a permutation of the axes of " + x.type_string());
-
-    std::vector<int64_t> in_strides(rank, 1);
-    for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * x.sizes()[i];
-    std::vector<int64_t> out_sizes(rank), strides(rank);
-    for (size_t i = 0; i < rank; ++i) {
-      out_sizes[i] = x.sizes()[static_cast<size_t>(perm[i])];
-      strides[i] = in_strides[static_cast<size_t>(perm[i])];  // input stride of output axis i
-    }
+    const TransposeView view = transpose_view(ctx, perm_, x);
+    const std::vector<int64_t>& out_sizes = view.sizes;
+    const std::vector<int64_t>& strides = view.strides;
     Tensor& y = ctx.allocate_output(0, x.dtype(), out_sizes, KernelContext::Fill::kUninitialized);
     switch (dtype_size(x.dtype())) {
       case 1: copy<uint8_t>(x, y, out_sizes, strides); break;
@@ -307,6 +290,32 @@ class TransposeKernel final : public OpKernel {
 };
 
 }  // namespace
+
+TransposeView transpose_view(const KernelContext& ctx, const std::vector<int64_t>& perm_attr, const Tensor& x) {
+  const size_t rank = x.sizes().size();
+  std::vector<int64_t> perm = perm_attr;
+  if (perm.empty() && rank > 0) {
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<bool> seen(rank, false);
+  bool valid = perm.size() == rank;
+  for (int64_t axis : perm) {
+    valid = valid && axis >= 0 && axis < static_cast<int64_t>(rank) && !seen[static_cast<size_t>(axis)];
+    if (valid) seen[static_cast<size_t>(axis)] = true;
+  }
+  if (!valid) ctx.fail("perm " + format_sizes(perm) + " is not a permutation of the axes of " + x.type_string());
+
+  std::vector<int64_t> in_strides(rank, 1);
+  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * x.sizes()[i];
+  TransposeView view;
+  view.sizes.resize(rank);
+  view.strides.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    view.sizes[i] = x.sizes()[static_cast<size_t>(perm[i])];
+    view.strides[i] = in_strides[static_cast<size_t>(perm[i])];  // input stride of output axis i
+  }
+  return view;
+}
 
 void register_tensor_cpu_kernels(KernelRegistry& registry) {
   const std::vector<DType> all(std::begin(kAllDTypes), std::end(kAllDTypes));

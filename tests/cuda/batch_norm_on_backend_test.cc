@@ -8,30 +8,18 @@
 #include <vector>
 
 #include "tests/backend_comparison.h"
+#include "tests/cuda/backend_test_inputs.h"
+#include "tests/cuda/multi_output_comparison.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
 namespace {
 
+using testing::expect_outputs_same_as_cpu;
 using testing::Tolerance;
+using testing::uniform;
 
 using Attributes = std::map<std::string, Attribute>;
-
-Tensor uniform(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed, double low = -1.0, double high = 1.0) {
-  return testing::make_tensor(dtype, testing::random_values(dtype, testing::count_of(sizes), seed, low, high), sizes);
-}
-
-void expect_outputs_same_as_cpu(const Device& device, const std::string& op, const std::vector<Tensor>& inputs,
-                                const Attributes& attributes, size_t num_outputs, Tolerance tolerance,
-                                const std::string& label) {
-  std::vector<Tensor> want = testing::run_node_on(Device::cpu(), op, inputs, attributes, num_outputs);
-  std::vector<Tensor> got = testing::run_node_on(device, op, inputs, attributes, num_outputs);
-  ASSERT_EQ(got.size(), want.size()) << op << " " << label;
-  for (size_t o = 0; o < got.size(); ++o) {
-    testing::expect_close(got[o], want[o], tolerance,
-                          op + " on " + device.to_string() + " [" + label + "] output " + std::to_string(o));
-  }
-}
 
 // The statistics and gradient sums are f64 on both devices and the
 // per-element arithmetic rounds alike: f32 results agree to an ulp or two.

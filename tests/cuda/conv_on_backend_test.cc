@@ -3,29 +3,31 @@
 // symmetric and asymmetric pads (explicit and auto_pad), dilations, 1x1
 // kernels, batches above 1, odd sizes, 1-D and 3-D problems, an empty
 // batch; FusedConv's activations with and without the addend Z, channels
-// first and last; ConvTranspose's gradients (transposed=1); the wide f32
-// weight and bias gradients of bf16 data; f32, f16 and bf16.
+// first and last, and on tensor-core shapes (channels multiples of 8);
+// ConvTranspose's gradients (transposed=1); the wide f32 weight and bias
+// gradients of bf16 data; f32, f16 and bf16 (16-bit data run natively on
+// tensor cores, with one more rounding where an epilogue follows: see
+// epilogue_tolerance_for).
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "ops/wide_output.h"
 #include "tests/backend_comparison.h"
+#include "tests/cuda/backend_test_inputs.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
 namespace {
 
 using testing::expect_same_as_cpu;
+using testing::ints;
 using testing::Tolerance;
+using testing::uniform;
 
 using Attributes = std::map<std::string, Attribute>;
-
-Tensor uniform(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed) {
-  return testing::make_tensor(dtype, testing::random_values(dtype, testing::count_of(sizes), seed, -1.0, 1.0), sizes);
-}
-
-Attribute ints(std::vector<int64_t> values) { return Attribute(std::move(values)); }
 
 // Sums of `terms` products in [-1, 1], formed in different orders on the
 // two devices, differ by a few f32 ulps of the partial sums; 16-bit results
@@ -38,6 +40,28 @@ Tolerance tolerance_for(DType dtype, int64_t terms) {
     case DType::kBFloat16: return {1e-2, 10 * sum_error};
     default: return {1e-5, sum_error};
   }
+}
+
+// Where an epilogue follows the convolution (Conv's and ConvTranspose's
+// bias; FusedConv's bias, addend Z and activation), 16-bit results are
+// rounded twice on the GPU, once more than on the CPU: cuDNN writes the
+// convolution in the data's type (tensor cores, f32 accumulation) and the
+// epilogue adds to that rounded value, where the CPU rounds the final f32
+// value once. The extra error is half an ulp of the convolution's value,
+// at most |conv| * 2^-(p+1) (p fraction bits: 10 for f16, 7 for bf16),
+// times the activation's slope (at most 1.13, GELU's: 1.25 with margin).
+// It is absolute, so it exceeds the relative tolerance where B or Z
+// cancels the convolution. |conv|, a sum of `terms` products of values in
+// [-1, 1], has standard deviation sqrt(terms) / 3, so 2 sqrt(terms) (six
+// deviations; at most `terms`, the exact bound) bounds it on these inputs.
+Tolerance epilogue_tolerance_for(DType dtype, int64_t terms) {
+  Tolerance tolerance = tolerance_for(dtype, terms);
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return tolerance;
+  const double n = static_cast<double>(std::max<int64_t>(terms, 1));
+  const double conv_bound = std::min(n, 2.0 * std::sqrt(n));
+  const int fraction_bits = dtype == DType::kFloat16 ? 10 : 7;
+  tolerance.absolute += 1.25 * conv_bound * std::ldexp(1.0, -(fraction_bits + 1));
+  return tolerance;
 }
 
 struct ConvCase {
@@ -80,7 +104,9 @@ TEST_P(ConvOnBackend, ConvMatchesTheCpu) {
       std::vector<Tensor> inputs = {uniform(dtype, c.x, seed), uniform(dtype, c.w, seed + 1)};
       if (c.bias) inputs.push_back(uniform(dtype, {c.w[0]}, seed + 2));
       seed += 3;
-      expect_same_as_cpu(GetParam(), "Conv", inputs, c.attributes, tolerance_for(dtype, inner_terms(c)), c.label);
+      const Tolerance tolerance =
+          c.bias ? epilogue_tolerance_for(dtype, inner_terms(c)) : tolerance_for(dtype, inner_terms(c));
+      expect_same_as_cpu(GetParam(), "Conv", inputs, c.attributes, tolerance, c.label);
     }
   }
 }
@@ -103,7 +129,8 @@ TEST_P(ConvOnBackend, ConvTransposeMatchesTheCpu) {
       if (c.bias) inputs.push_back(uniform(dtype, {c.w[1] * group}, seed + 2));
       seed += 3;
       const int64_t terms = (c.w[0] / group) * (testing::count_of(c.w) / (c.w[0] * c.w[1]));
-      expect_same_as_cpu(GetParam(), "ConvTranspose", inputs, c.attributes, tolerance_for(dtype, terms), c.label);
+      const Tolerance tolerance = c.bias ? epilogue_tolerance_for(dtype, terms) : tolerance_for(dtype, terms);
+      expect_same_as_cpu(GetParam(), "ConvTranspose", inputs, c.attributes, tolerance, c.label);
     }
   }
 }
@@ -127,7 +154,7 @@ TEST_P(ConvOnBackend, FusedConvAppliesBiasAddendAndActivation) {
   uint32_t seed = 100;
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     // Activations' own rounding (oneDNN's vectorised exp, erf and tanh on the CPU) adds a few f32 ulps.
-    Tolerance tolerance = tolerance_for(dtype, 27);
+    Tolerance tolerance = epilogue_tolerance_for(dtype, 27);
     if (dtype == DType::kFloat32) tolerance = {2e-5, 1e-5};
     for (const std::string layout : {"NCHW", "NHWC"}) {
       const bool last = layout == "NHWC";
@@ -152,6 +179,56 @@ TEST_P(ConvOnBackend, FusedConvAppliesBiasAddendAndActivation) {
                                layout + " " + activation.name + (with_z ? " + Z" : "") + (with_bias ? " + B" : ""));
           }
         }
+      }
+    }
+  }
+}
+
+TEST_P(ConvOnBackend, FusedConvOnTensorCoreShapes) {
+  // Channel counts that are multiples of 8, as cuDNN's NHWC tensor-core
+  // kernels take them for f16 and bf16 (ResNet's 3x3 and strided 1x1
+  // convolutions), both layouts: the native path with no staging at all
+  // (symmetric pads) and with Y written in place.
+  struct Case {
+    std::string label;
+    std::vector<int64_t> x_nchw, w;
+    Attributes attributes;
+  };
+  const std::vector<Case> cases = {
+      {"3x3 pad 1", {2, 32, 14, 14}, {64, 32, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}},
+      {"1x1 stride 2", {2, 64, 14, 14}, {32, 64, 1, 1}, {{"strides", ints({2, 2})}}},
+  };
+  uint32_t seed = 300;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const Case& c : cases) {
+      for (const std::string layout : {"NCHW", "NHWC"}) {
+        const bool last = layout == "NHWC";
+        Tensor x_first = uniform(dtype, c.x_nchw, seed), w = uniform(dtype, c.w, seed + 1);
+        Tensor bias = uniform(dtype, {c.w[0]}, seed + 2);
+        // Y's shape from the CPU's Conv of the channels-first data.
+        std::vector<int64_t> y_sizes = testing::run_op("Conv", {x_first, w}, c.attributes)[0].sizes();
+        std::vector<int64_t> x_sizes = c.x_nchw;
+        if (last) {
+          x_sizes = {c.x_nchw[0], c.x_nchw[2], c.x_nchw[3], c.x_nchw[1]};
+          y_sizes = {y_sizes[0], y_sizes[2], y_sizes[3], y_sizes[1]};
+        }
+        Tensor x = uniform(dtype, x_sizes, seed + 3);
+        for (bool with_z : {false, true}) {
+          std::vector<Tensor> inputs = {x, w, bias};
+          if (with_z) inputs.push_back(uniform(dtype, y_sizes, seed + 4));
+          Attributes attributes = c.attributes;
+          attributes["layout"] = Attribute(layout);
+          attributes["activation"] = Attribute("Relu");
+          const int64_t terms = c.w[1] * c.w[2] * c.w[3];
+          expect_same_as_cpu(GetParam(), "FusedConv", inputs, attributes, epilogue_tolerance_for(dtype, terms),
+                             c.label + " " + layout + (with_z ? " + Z" : ""));
+        }
+        // Without bias, Z or activation cuDNN's result is Y itself: one rounding, as on the CPU.
+        Attributes plain = c.attributes;
+        plain["layout"] = Attribute(layout);
+        expect_same_as_cpu(GetParam(), "FusedConv", {x, w}, plain, tolerance_for(dtype, c.w[1] * c.w[2] * c.w[3]),
+                           c.label + " " + layout + ", no epilogue");
+        seed += 5;
       }
     }
   }

@@ -192,6 +192,42 @@ TEST(CudnnConvGeometry, ThreeDimensionalProblems) {
                  "3-D, asymmetric pads");
 }
 
+// The native 16-bit path pads a channels-last input in place of layout
+// (channels_last_padding), and puts weights in cuDNN's KRSC order
+// (channels_first_source): the padded channels-last input must be the
+// channels-first padding, element for element, laid out channels-last.
+void check_channels_last_padding(const ConvProblem& p, const std::string& label) {
+  SCOPED_TRACE(label);
+  const CudnnConvGeometry g = cuda::cudnn_conv_geometry(p);
+  ASSERT_TRUE(g.explicit_padding);
+  const int64_t channels = p.in_channels, plane = p.in_plane(), padded_plane = g.problem.in_plane();
+  std::vector<float> x = random_floats(p.batch * channels * plane, 4);
+  const int64_t pad[3] = {-g.input_offset[0], -g.input_offset[1], -g.input_offset[2]};
+  std::vector<float> padded_first = shifted(x, p.batch * channels, p.in, g.problem.in, pad);
+  std::vector<float> x_last(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x_last[i] = x[static_cast<size_t>(cuda::conv::channels_first_source(static_cast<int64_t>(i), channels, plane))];
+  }
+  const cuda::ChannelsLastPadding padding = cuda::channels_last_padding(g, p);
+  std::vector<float> padded_last = shifted(x_last, p.batch, padding.from, padding.to, padding.offset);
+  ASSERT_EQ(padded_last.size(), padded_first.size());
+  for (size_t i = 0; i < padded_last.size(); ++i) {
+    const int64_t j = cuda::conv::channels_first_source(static_cast<int64_t>(i), channels, padded_plane);
+    ASSERT_EQ(padded_last[i], padded_first[static_cast<size_t>(j)]) << "element " << i;
+    // channels_first_source inverts channels_last_source.
+    ASSERT_EQ(cuda::conv::channels_last_source(j, channels, padded_plane), static_cast<int64_t>(i));
+  }
+}
+
+TEST(CudnnConvGeometry, ChannelsLastPaddingPadsTheSpatialAxes) {
+  check_channels_last_padding(make_problem(2, 2, 3, 5, 1, {8, 6, 1}, {4, 2, 1}, {1, 2, 1}, {1, 1, 1}, {1, 0}, {2, 1}),
+                              "2-D, asymmetric pads");
+  check_channels_last_padding(make_problem(2, 1, 4, 4, 4, {7, 5, 1}, {3, 3, 1}, {2, 2, 1}, {2, 1, 1}, {2, 0}, {1, 3}),
+                              "2-D depthwise, asymmetric pads");
+  check_channels_last_padding(make_problem(1, 2, 3, 3, 1, {10, 1, 1}, {4, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {2, 0, 0}),
+                              "1-D, asymmetric pads");
+}
+
 TEST(CudaConvElements, EpilogueFindsEachOutputsSumAndChannel) {
   // Every output element of either layout maps to the convolution sum of the
   // same (n, k, spatial) position, each exactly once.

@@ -50,6 +50,17 @@ TEST_F(CudnnLibrary, AcceptsTheDescriptorsOfEachProblemShape) {
     EXPECT_NO_THROW(cuda::FilterDescriptor(CUDNN_DATA_FLOAT, as_ints(g.filter_dims)));
     EXPECT_NO_THROW(cuda::ConvolutionDescriptor(as_ints(g.pads), as_ints(g.strides), as_ints(g.dilations),
                                                 static_cast<int>(p.group)));
+    // The native 16-bit forms: channels-last data and KRSC filters (1-D and
+    // 2-D problems; 3-D channels-last data widen to f32), tensor-op math.
+    for (cudnnDataType_t type : {CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16}) {
+      const bool last = p.spatial_rank <= 2;
+      EXPECT_NO_THROW(cuda::TensorDescriptor(type, as_ints(g.in_dims), last));
+      EXPECT_NO_THROW(cuda::TensorDescriptor(type, as_ints(g.out_dims), last));
+      EXPECT_NO_THROW(
+          cuda::FilterDescriptor(type, as_ints(g.filter_dims), last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW));
+    }
+    EXPECT_NO_THROW(cuda::ConvolutionDescriptor(as_ints(g.pads), as_ints(g.strides), as_ints(g.dilations),
+                                                static_cast<int>(p.group), CUDNN_TENSOR_OP_MATH));
   }
 }
 

@@ -23,9 +23,10 @@
 #include <vector>
 
 #include "tests/backend_comparison.h"
+#include "tests/cuda/backend_test_inputs.h"
 #include "tests/cuda/multi_output_comparison.h"
-#include "tests/test_util.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/test_util.h"
 
 namespace weir {
 namespace {
@@ -33,6 +34,7 @@ namespace {
 using testing::expect_same_as_cpu;
 using testing::random_tensor;
 using testing::Tolerance;
+using testing::uniform;
 
 class ElementwiseOnBackend : public testing::OnBackend {};
 
@@ -46,9 +48,6 @@ Tolerance transcendental(DType dtype) {
 }
 
 // A tensor of `dtype` with random values in [low, high).
-Tensor uniform(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed, double low, double high) {
-  return testing::make_tensor(dtype, testing::random_values(dtype, testing::count_of(sizes), seed, low, high), sizes);
-}
 
 // Zeros of both signs, +-1, halves (Round's ties), infinities, NaN, tiny
 // and huge values, values where Exp, Sinh, Cosh overflow, and values outside

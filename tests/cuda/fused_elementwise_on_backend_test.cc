@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/backend_comparison.h"
+#include "tests/cuda/backend_test_inputs.h"
 #include "tests/ops/op_test_util.h"
 #include "tests/test_util.h"
 
@@ -24,15 +25,12 @@ namespace {
 
 using testing::expect_same_as_cpu;
 using testing::Tolerance;
+using testing::uniform;
 
 class FusedElementwiseOnBackend : public testing::OnBackend {};
 
 std::map<std::string, Attribute> program(std::vector<std::string> lines) {
   return {{"program", Attribute(std::move(lines))}};
-}
-
-Tensor uniform(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed, double low, double high) {
-  return testing::make_tensor(dtype, testing::random_values(dtype, testing::count_of(sizes), seed, low, high), sizes);
 }
 
 Tolerance library_tolerance(DType dtype) { return dtype == DType::kFloat32 ? Tolerance{1e-5, 1e-30} : Tolerance{1e-12, 1e-300}; }

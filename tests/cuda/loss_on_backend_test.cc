@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tests/backend_comparison.h"
-#include "tests/cuda/training_comparison.h"
+#include "tests/cuda/multi_output_comparison.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
@@ -19,7 +19,7 @@ namespace {
 
 using testing::BothRuns;
 using testing::error_on;
-using testing::expect_runs_same_as_cpu;
+using testing::expect_outputs_same_as_cpu;
 using testing::make_tensor;
 using testing::random_tensor;
 using testing::Tolerance;
@@ -95,10 +95,10 @@ TEST_P(LossOnBackend, ClassLossesMatchTheCpu) {
           const auto attributes = class_attributes(c, reduction);
           const Tolerance tolerance = tolerance_for(dtype);
           // With log_prob, and without (the kernel then writes no second output).
-          expect_runs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLoss", inputs, attributes, 2, tolerance, label);
-          expect_runs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLoss", inputs, attributes, 1, tolerance, label);
+          expect_outputs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLoss", inputs, attributes, 2, tolerance, label);
+          expect_outputs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLoss", inputs, attributes, 1, tolerance, label);
           // NLL reads its input as log-probabilities: any values will do.
-          expect_runs_same_as_cpu(GetParam(), "NegativeLogLikelihoodLoss", inputs, attributes, 1, tolerance, label);
+          expect_outputs_same_as_cpu(GetParam(), "NegativeLogLikelihoodLoss", inputs, attributes, 1, tolerance, label);
 
           // The backward ops: dY per position for none, else a scalar;
           // the reference log_prob as the forward op makes it.
@@ -107,9 +107,9 @@ TEST_P(LossOnBackend, ClassLossesMatchTheCpu) {
           Tensor log_prob = testing::run_node_on(Device::cpu(), "LogSoftmax", {scores}, {{"axis", Attribute(int64_t{1})}})[0];
           std::vector<Tensor> grad_inputs = {dy, log_prob, labels};
           if (c.weights) grad_inputs.push_back(inputs[2]);
-          expect_runs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLossGrad", grad_inputs, attributes, 1, tolerance, label);
+          expect_outputs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLossGrad", grad_inputs, attributes, 1, tolerance, label);
           grad_inputs[1] = scores;
-          expect_runs_same_as_cpu(GetParam(), "NegativeLogLikelihoodLossGrad", grad_inputs, attributes, 1, tolerance, label);
+          expect_outputs_same_as_cpu(GetParam(), "NegativeLogLikelihoodLossGrad", grad_inputs, attributes, 1, tolerance, label);
         }
       }
     }
@@ -146,8 +146,8 @@ TEST_P(LossOnBackend, LabelsOutsideTheClassesFailAsOnTheCpu) {
   // A label equal to ignore_index is never checked, even outside [0, C).
   Tensor scores = random_tensor(DType::kFloat32, {3, classes}, 5);
   Tensor labels = make_tensor(DType::kInt64, {1, -7, 2}, {3});
-  expect_runs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLoss", {scores, labels}, {{"ignore_index", Attribute(int64_t{-7})}}, 1,
-                             tolerance_for(DType::kFloat32), "ignored label outside the classes");
+  expect_outputs_same_as_cpu(GetParam(), "SoftmaxCrossEntropyLoss", {scores, labels}, {{"ignore_index", Attribute(int64_t{-7})}}, 1,
+                                tolerance_for(DType::kFloat32), "ignored label outside the classes");
 }
 
 // Labels that do not match the scores fail on the device exactly as on the CPU.
@@ -187,10 +187,10 @@ TEST_P(LossOnBackend, MeanSquaredErrorMatchesTheCpu) {
         Tensor target = random_tensor(dtype, c.target, seed++);
         const std::map<std::string, Attribute> attributes = {{"reduction", Attribute(std::string(reduction))}};
         const Tolerance tolerance = tolerance_for(dtype);
-        expect_runs_same_as_cpu(GetParam(), "MeanSquaredError", {prediction, target}, attributes, 1, tolerance, label);
+        expect_outputs_same_as_cpu(GetParam(), "MeanSquaredError", {prediction, target}, attributes, 1, tolerance, label);
         const std::vector<int64_t> dy_sizes = std::string(reduction) == "none" ? c.prediction : std::vector<int64_t>{};
         Tensor dy = random_tensor(dtype, dy_sizes, seed++);
-        expect_runs_same_as_cpu(GetParam(), "MeanSquaredErrorGrad", {dy, prediction, target}, attributes, 1, tolerance, label);
+        expect_outputs_same_as_cpu(GetParam(), "MeanSquaredErrorGrad", {dy, prediction, target}, attributes, 1, tolerance, label);
       }
     }
   }

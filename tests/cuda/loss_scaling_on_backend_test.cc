@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tests/backend_comparison.h"
-#include "tests/cuda/training_comparison.h"
+#include "tests/cuda/multi_output_comparison.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
@@ -46,7 +46,7 @@ BothRuns unscale(const Device& device, float scale, const std::vector<Tensor>& g
   std::vector<Tensor> inputs = {make_tensor(DType::kFloat32, {scale}, {})};
   inputs.insert(inputs.end(), grads.begin(), grads.end());
   // The same f32 factor multiplies on both sides: bit for bit.
-  return testing::expect_runs_same_as_cpu(device, "UnscaleGradients", inputs, {}, grads.size() + 1, Tolerance{}, label);
+  return testing::expect_outputs_same_as_cpu(device, "UnscaleGradients", inputs, {}, grads.size() + 1, Tolerance{}, label);
 }
 
 TEST_P(LossScalingOnBackend, UnscaleGradientsMatchesTheCpu) {
@@ -160,8 +160,8 @@ TEST_P(LossScalingOnBackend, AnOverflowSkipsTheUpdateAndBacksOff) {
     std::vector<Tensor> adam_inputs = {param, unscaled[1], random_tensor(DType::kFloat32, {1000}, 42),
                                        make_tensor(DType::kFloat32, testing::random_values(DType::kFloat32, 1000, 43, 0.0, 1.0), {1000}),
                                        make_tensor(DType::kFloat32, {0.01}, {}), make_tensor(DType::kInt64, {2}, {}), unscaled[0]};
-    BothRuns adam = testing::expect_runs_same_as_cpu(GetParam(), "Adam", adam_inputs, {}, 3, Tolerance{1e-6, 1e-9},
-                                                        overflow ? "overflowed" : "clean");
+    BothRuns adam = testing::expect_outputs_same_as_cpu(GetParam(), "Adam", adam_inputs, {}, 3, Tolerance{1e-6, 1e-9},
+                                                           overflow ? "overflowed" : "clean");
     ASSERT_FALSE(adam.device.empty());
     EXPECT_EQ(adam.device[0].bitwise_equal(param), overflow);
     std::vector<Tensor> scale = testing::run_node_on(

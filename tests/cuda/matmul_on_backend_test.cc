@@ -14,6 +14,7 @@
 #include "ops/elementwise/fused_activation.h"
 #include "ops/wide_output.h"
 #include "tests/backend_comparison.h"
+#include "tests/cuda/backend_test_inputs.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
@@ -21,14 +22,11 @@ namespace {
 
 using testing::expect_same_as_cpu;
 using testing::Tolerance;
+using testing::uniform;
 
 class MatMulOnBackend : public testing::OnBackend {};
 
 const std::vector<DType> kTypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-
-Tensor uniform(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed) {
-  return testing::make_tensor(dtype, testing::random_values(dtype, testing::count_of(sizes), seed, -1.0, 1.0), sizes);
-}
 
 // f32 sums of k products in [-1, 1] in different orders (cuBLASLt's
 // blocking, oneDNN's) differ by a few ulps of the partial sums, which grow

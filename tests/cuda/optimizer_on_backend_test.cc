@@ -17,7 +17,7 @@
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "tests/backend_comparison.h"
-#include "tests/cuda/training_comparison.h"
+#include "tests/cuda/multi_output_comparison.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
@@ -156,8 +156,8 @@ TEST_P(OptimizerOnBackend, SkipLeavesEverythingAsItWas) {
       if (rule.has_step) inputs.push_back(make_tensor(DType::kInt64, {3}, {}));
       inputs.push_back(make_tensor(DType::kBool, {skip ? 1.0 : 0.0}, {}));
       const std::string label = std::string(rule.op) + (skip ? " skipped" : " not skipped");
-      BothRuns runs = testing::expect_runs_same_as_cpu(GetParam(), rule.op, inputs, rule.attributes,
-                                                          1 + static_cast<size_t>(rule.num_state), kUpdateTolerance, label);
+      BothRuns runs = testing::expect_outputs_same_as_cpu(GetParam(), rule.op, inputs, rule.attributes,
+                                                             1 + static_cast<size_t>(rule.num_state), kUpdateTolerance, label);
       ASSERT_EQ(runs.device.size(), 1 + static_cast<size_t>(rule.num_state)) << label;
       EXPECT_EQ(runs.device[0].bitwise_equal(inputs[0]), skip) << label << ": the parameter " << (skip ? "changed" : "did not change");
       seed += 10;
@@ -208,8 +208,8 @@ TEST_P(OptimizerOnBackend, ClipByGlobalNormMatchesTheCpu) {
       for (const auto& sizes : c.grads) grads.push_back(random_tensor(dtype, sizes, seed++));
       const std::string label = std::string(dtype_name(dtype)) + " " + std::to_string(grads.size()) + " gradients, max_norm " +
                                 std::to_string(c.max_norm);
-      testing::expect_runs_same_as_cpu(GetParam(), "ClipByGlobalNorm", grads, {{"max_norm", Attribute(c.max_norm)}},
-                                          grads.size() + 1, tolerance, label);
+      testing::expect_outputs_same_as_cpu(GetParam(), "ClipByGlobalNorm", grads, {{"max_norm", Attribute(c.max_norm)}},
+                                             grads.size() + 1, tolerance, label);
     }
   }
 }
@@ -220,8 +220,8 @@ TEST_P(OptimizerOnBackend, AssignCopiesTheValueIntoTheTarget) {
     for (const std::vector<int64_t>& sizes : std::vector<std::vector<int64_t>>{{}, {0}, {3, 7}, {10001}}) {
       Tensor target = random_tensor(dtype, sizes, seed++);
       Tensor value = random_tensor(dtype, sizes, seed++);
-      BothRuns runs = testing::expect_runs_same_as_cpu(GetParam(), "Assign", {target, value}, {}, 1, Tolerance{},
-                                                          std::string(dtype_name(dtype)) + " " + sizes_string(sizes));
+      BothRuns runs = testing::expect_outputs_same_as_cpu(GetParam(), "Assign", {target, value}, {}, 1, Tolerance{},
+                                                             std::string(dtype_name(dtype)) + " " + sizes_string(sizes));
       ASSERT_EQ(runs.device.size(), 1u);
       EXPECT_TRUE(runs.device[0].bitwise_equal(value)) << std::string(dtype_name(dtype)) << " " << sizes_string(sizes);
     }

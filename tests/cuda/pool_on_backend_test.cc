@@ -11,35 +11,21 @@
 #include <vector>
 
 #include "tests/backend_comparison.h"
+#include "tests/cuda/backend_test_inputs.h"
+#include "tests/cuda/multi_output_comparison.h"
 #include "tests/cuda/pool_test_cases.h"
 #include "tests/ops/op_test_util.h"
 
 namespace weir {
 namespace {
 
+using testing::expect_outputs_same_as_cpu;
 using testing::expect_same_as_cpu;
+using testing::ints;
 using testing::Tolerance;
+using testing::uniform;
 
 using Attributes = std::map<std::string, Attribute>;
-
-Tensor uniform(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed) {
-  return testing::make_tensor(dtype, testing::random_values(dtype, testing::count_of(sizes), seed, -1.0, 1.0), sizes);
-}
-
-Attribute ints(std::vector<int64_t> values) { return Attribute(std::move(values)); }
-
-// Every output of the node on the device against the CPU's.
-void expect_outputs_same_as_cpu(const Device& device, const std::string& op, const std::vector<Tensor>& inputs,
-                                const Attributes& attributes, size_t num_outputs, Tolerance tolerance,
-                                const std::string& label) {
-  std::vector<Tensor> want = testing::run_node_on(Device::cpu(), op, inputs, attributes, num_outputs);
-  std::vector<Tensor> got = testing::run_node_on(device, op, inputs, attributes, num_outputs);
-  ASSERT_EQ(got.size(), want.size()) << op << " " << label;
-  for (size_t o = 0; o < got.size(); ++o) {
-    testing::expect_close(got[o], want[o], o == 0 ? tolerance : Tolerance{},
-                          op + " on " + device.to_string() + " [" + label + "] output " + std::to_string(o));
-  }
-}
 
 using testing::PoolCase;
 using testing::pool_cases;

@@ -1,5 +1,7 @@
 #include "ops/cuda/batch_norm_device.h"
 
+#include <cstdint>
+
 #include "ops/cuda/device_elements.cuh"
 #include "ops/cuda/launch_shape.cuh"
 
@@ -24,36 +26,89 @@ __device__ void block_sum(double (&values)[kValues]) {
   for (int v = 0; v < kValues; ++v) values[v] = partial[v][0];
 }
 
-// Element e (of batch * plane) of channel c.
-__device__ inline int64_t element(int64_t c, int64_t e, int64_t channels, int64_t plane) {
-  return ((e / plane) * channels + c) * plane + e % plane;
+// Channel c's N * plane elements are summed by several blocks, each over a
+// chunk of whole planes (a channel alone on one block of an H100's 132 SMs
+// would take milliseconds for ResNet's early layers); a second kernel adds
+// each channel's chunk sums in chunk order. The chunks follow the shape
+// only, so the result is the same every run.
+struct Chunks {
+  int64_t planes = 1;  // batch entries (planes of the channel) per chunk
+  int64_t count = 1;   // chunks per channel
+};
+
+// About 64K elements a chunk; at least one chunk, also for an empty batch.
+inline Chunks chunks_of(int64_t batch, int64_t plane) {
+  constexpr int64_t kChunkElements = int64_t{1} << 16;
+  Chunks c;
+  c.planes = plane >= kChunkElements ? 1 : kChunkElements / (plane > 0 ? plane : 1);
+  c.count = batch > 0 ? (batch + c.planes - 1) / c.planes : 1;
+  return c;
 }
 
-template <typename T>
-__device__ void channel_stats(const T* x, int64_t c, int64_t channels, int64_t plane, int64_t count, double& mean,
-                              double& var) {
-  double sum[1] = {0.0};
-  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) sum[0] += static_cast<double>(load(x[element(c, e, channels, plane)]));
-  block_sum(sum);
-  mean = count > 0 ? sum[0] / static_cast<double>(count) : 0.0;
-  double squares[1] = {0.0};
-  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
-    const double d = static_cast<double>(load(x[element(c, e, channels, plane)])) - mean;
-    squares[0] += d * d;
-  }
-  block_sum(squares);
-  var = count > 0 ? squares[0] / static_cast<double>(count) : 0.0;
-}
-
-template <typename T>
-__global__ void batch_norm_stats(const T* x, int64_t batch, int64_t channels, int64_t plane, double* mean, double* var) {
-  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
-    double m = 0.0, v = 0.0;
-    channel_stats(x, c, channels, plane, batch * plane, m, v);
-    if (threadIdx.x == 0) {
-      mean[c] = m;
-      var[c] = v;
+// The sums this block adds over its chunk of its channel (block b is chunk
+// b % chunks of channel b / chunks), each of the kValues values that
+// `term(i)` gives for element index i of x, in a fixed order; written to
+// partial[b * kValues + v].
+template <int kValues, typename Term>
+__device__ void chunk_sums(int64_t batch, int64_t channels, int64_t plane, Chunks chunks, double* partial, Term term) {
+  const int64_t block = blockIdx.x;
+  const int64_t c = block / chunks.count, k = block % chunks.count;
+  const int64_t first = k * chunks.planes;
+  const int64_t last = first + chunks.planes < batch ? first + chunks.planes : batch;
+  // Local element j of the chunk is position j % plane of its plane
+  // first + j / plane: 32-bit division (far cheaper on a GPU) unless a
+  // single plane is too large for it.
+  const int64_t elements = (last > first ? last - first : 0) * plane;
+  double sums[kValues] = {};
+  if (elements <= INT32_MAX) {
+    const auto span = static_cast<uint32_t>(elements), width = static_cast<uint32_t>(plane);
+    for (uint32_t j = threadIdx.x; j < span; j += blockDim.x) {
+      term(((first + j / width) * channels + c) * plane + j % width, sums);
     }
+  } else {
+    for (int64_t j = threadIdx.x; j < elements; j += blockDim.x) term(((first + j / plane) * channels + c) * plane + j % plane, sums);
+  }
+  block_sum(sums);
+  if (threadIdx.x == 0) {
+    for (int v = 0; v < kValues; ++v) partial[block * kValues + v] = sums[v];
+  }
+}
+
+// out[c * kValues + v] = the sum over chunks, in order, of channel c's partial sums.
+template <int kValues>
+__global__ void combine_chunks(const double* partial, int64_t channels, int64_t chunks, double* out) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double sums[kValues] = {};
+    for (int64_t k = 0; k < chunks; ++k) {
+      for (int v = 0; v < kValues; ++v) sums[v] += partial[(c * chunks + k) * kValues + v];
+    }
+    for (int v = 0; v < kValues; ++v) out[c * kValues + v] = sums[v];
+  }
+}
+
+// Pass 1: sum of x; pass 2 (`mean` given): sum of (x - mean)^2.
+template <typename T>
+__global__ void stats_partials(const T* x, const double* mean, int64_t batch, int64_t channels, int64_t plane,
+                               Chunks chunks, double* partial) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) / chunks.count;
+  const double m = mean != nullptr ? mean[c] : 0.0;
+  chunk_sums<1>(batch, channels, plane, chunks, partial, [&](int64_t i, double (&sums)[1]) {
+    const double value = static_cast<double>(load(x[i]));
+    if (mean == nullptr) {
+      sums[0] += value;
+    } else {
+      const double d = value - m;
+      sums[0] += d * d;
+    }
+  });
+}
+
+// totals[c] (a sum over N * plane elements) divided by that count, in place.
+__global__ void divide_by_count(double* totals, int64_t channels, int64_t count) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    totals[c] = count > 0 ? totals[c] / static_cast<double>(count) : 0.0;
   }
 }
 
@@ -99,54 +154,75 @@ __global__ void running_statistic(const T* running, const double* batch_value, d
   }
 }
 
+// BatchNormGrad's per-chunk sums: dxhat, dxhat * xhat, dy * xhat, dy.
 template <typename T>
-__global__ void batch_norm_grad(const T* dy, const T* x, const T* scale, const double* mean, const double* var,
-                                double epsilon, bool batch_stats, T* dx, T* dscale, T* dbias, int64_t batch,
-                                int64_t channels, int64_t plane) {
-  const int64_t count = batch * plane;
-  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+__global__ void grad_partials(const T* dy, const T* x, const T* scale, const double* mean, const double* var,
+                              double epsilon, int64_t batch, int64_t channels, int64_t plane, Chunks chunks,
+                              double* partial) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) / chunks.count;
+  const double m = mean[c];
+  const double r = 1.0 / sqrt(__dadd_rn(var[c], epsilon));
+  const double s = static_cast<double>(load(scale[c]));
+  chunk_sums<4>(batch, channels, plane, chunks, partial, [&](int64_t i, double (&sums)[4]) {
+    const double xhat = (static_cast<double>(load(x[i])) - m) * r;
+    const double grad = static_cast<double>(load(dy[i]));
+    const double dxhat = grad * s;
+    sums[0] += dxhat;
+    sums[1] += dxhat * xhat;
+    sums[2] += grad * xhat;
+    sums[3] += grad;
+  });
+}
+
+// dx per element from the channel sums; dscale and dbias per channel.
+template <typename T>
+__global__ void grad_apply(const T* dy, const T* x, const T* scale, const double* mean, const double* var,
+                           double epsilon, bool batch_stats, const double* sums, T* dx, int64_t channels, int64_t plane,
+                           int64_t count) {
+  const double n = count > 0 ? static_cast<double>(count / channels) : 1.0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = (i / plane) % channels;
     const double m = mean[c];
     const double r = 1.0 / sqrt(__dadd_rn(var[c], epsilon));
-    const double s = static_cast<double>(load(scale[c]));
-    // sums: dxhat, dxhat * xhat, dy * xhat, dy.
-    double sums[4] = {0.0, 0.0, 0.0, 0.0};
-    for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
-      const int64_t i = element(c, e, channels, plane);
-      const double xhat = (static_cast<double>(load(x[i])) - m) * r;
-      const double grad = static_cast<double>(load(dy[i]));
-      const double dxhat = grad * s;
-      sums[0] += dxhat;
-      sums[1] += dxhat * xhat;
-      sums[2] += grad * xhat;
-      sums[3] += grad;
-    }
-    block_sum(sums);
-    const double n = static_cast<double>(count);
-    const double mean_dxhat = batch_stats && count > 0 ? sums[0] / n : 0.0;
-    const double mean_dxhat_xhat = batch_stats && count > 0 ? sums[1] / n : 0.0;
-    for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
-      const int64_t i = element(c, e, channels, plane);
-      const double xhat = (static_cast<double>(load(x[i])) - m) * r;
-      const double dxhat = static_cast<double>(load(dy[i])) * s;
-      dx[i] = store<T>(static_cast<float>(r * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat)));
-    }
-    if (threadIdx.x == 0) {
-      dscale[c] = store<T>(static_cast<float>(sums[2]));
-      dbias[c] = store<T>(static_cast<float>(sums[3]));
-    }
+    const double mean_dxhat = batch_stats ? sums[c * 4] / n : 0.0;
+    const double mean_dxhat_xhat = batch_stats ? sums[c * 4 + 1] / n : 0.0;
+    const double xhat = (static_cast<double>(load(x[i])) - m) * r;
+    const double dxhat = static_cast<double>(load(dy[i])) * static_cast<double>(load(scale[c]));
+    dx[i] = store<T>(static_cast<float>(r * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat)));
   }
 }
 
-int channel_blocks(int64_t channels) { return static_cast<int>(channels < kMaxBlocks ? channels : kMaxBlocks); }
+template <typename T>
+__global__ void grad_parameters(const double* sums, T* dscale, T* dbias, int64_t channels) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dscale[c] = store<T>(static_cast<float>(sums[c * 4 + 2]));
+    dbias[c] = store<T>(static_cast<float>(sums[c * 4 + 3]));
+  }
+}
 
 }  // namespace
 
+int64_t batch_norm_workspace_doubles(int64_t batch, int64_t channels, int64_t plane) {
+  return channels * chunks_of(batch, plane).count * 4 + channels * 4;
+}
+
 void launch_batch_norm_stats(ElementType type, const void* x, int64_t batch, int64_t channels, int64_t plane,
-                             double* mean, double* var, cudaStream_t stream) {
+                             double* mean, double* var, double* workspace, cudaStream_t stream) {
+  const Chunks chunks = chunks_of(batch, plane);
+  const unsigned blocks = static_cast<unsigned>(channels * chunks.count);
   with_element_type(type, [&](auto t) {
     using T = decltype(t);
-    batch_norm_stats<T><<<channel_blocks(channels), kThreads, 0, stream>>>(static_cast<const T*>(x), batch, channels,
-                                                                           plane, mean, var);
+    // The mean first, then the squared deviations from it (two passes, as the CPU).
+    stats_partials<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), nullptr, batch, channels, plane, chunks,
+                                                      workspace);
+    combine_chunks<1><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, mean);
+    divide_by_count<<<blocks_for(channels), kThreads, 0, stream>>>(mean, channels, batch * plane);
+    stats_partials<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), mean, batch, channels, plane, chunks,
+                                                      workspace);
+    combine_chunks<1><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, var);
+    divide_by_count<<<blocks_for(channels), kThreads, 0, stream>>>(var, channels, batch * plane);
   });
 }
 
@@ -188,12 +264,24 @@ void launch_running_statistic(ElementType type, const void* running, const doubl
 
 void launch_batch_norm_grad(ElementType type, const void* dy, const void* x, const void* scale, const double* mean,
                             const double* var, double epsilon, bool batch_stats, void* dx, void* dscale, void* dbias,
-                            int64_t batch, int64_t channels, int64_t plane, cudaStream_t stream) {
+                            int64_t batch, int64_t channels, int64_t plane, double* workspace, cudaStream_t stream) {
+  const Chunks chunks = chunks_of(batch, plane);
+  const unsigned blocks = static_cast<unsigned>(channels * chunks.count);
+  double* sums = workspace + channels * chunks.count * 4;
+  const int64_t count = batch * channels * plane;
   with_element_type(type, [&](auto t) {
     using T = decltype(t);
-    batch_norm_grad<T><<<channel_blocks(channels), kThreads, 0, stream>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(scale), mean, var, epsilon,
-        batch_stats, static_cast<T*>(dx), static_cast<T*>(dscale), static_cast<T*>(dbias), batch, channels, plane);
+    grad_partials<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x),
+                                                     static_cast<const T*>(scale), mean, var, epsilon, batch, channels,
+                                                     plane, chunks, workspace);
+    combine_chunks<4><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, sums);
+    if (count > 0) {
+      grad_apply<T><<<blocks_for(count), kThreads, 0, stream>>>(
+          static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(scale), mean, var, epsilon,
+          batch_stats, sums, static_cast<T*>(dx), channels, plane, count);
+    }
+    grad_parameters<T><<<blocks_for(channels), kThreads, 0, stream>>>(sums, static_cast<T*>(dscale),
+                                                                     static_cast<T*>(dbias), channels);
   });
 }
 

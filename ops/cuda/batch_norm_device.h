@@ -3,9 +3,9 @@
 // batch norm: the CPU kernel's running variance is the biased batch
 // variance and its statistics are two-pass in f64, where cuDNN keeps the
 // unbiased variance and its own precision. Here, as on the CPU, statistics
-// and gradient sums accumulate in f64, one block per channel with a fixed
-// reduction order (deterministic); the per-element arithmetic rounds as
-// the CPU's does (no fused multiply-adds where the CPU has none).
+// and gradient sums accumulate in f64 in a fixed order (deterministic);
+// the per-element arithmetic rounds as the CPU's does (no fused
+// multiply-adds where the CPU has none).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,9 +16,16 @@
 
 namespace weir::cuda {
 
-// mean[c] and the biased var[c] of channel c over N and plane, in f64.
+// The f64 workspace the statistics and the gradient need: per channel, a
+// few sums for each of its chunks (a channel's elements are summed by
+// several blocks, each over about 64K elements of whole planes, and the
+// chunk sums then added in order: the same bits every run).
+int64_t batch_norm_workspace_doubles(int64_t batch, int64_t channels, int64_t plane);
+
+// mean[c] and the biased var[c] of channel c over N and plane, in f64 (two
+// passes: the mean, then the squared deviations from it). channels > 0.
 void launch_batch_norm_stats(ElementType type, const void* x, int64_t batch, int64_t channels, int64_t plane,
-                             double* mean, double* var, cudaStream_t stream);
+                             double* mean, double* var, double* workspace, cudaStream_t stream);
 
 // dst[i] = src[i] as f64 (the given statistics of inference mode).
 void launch_to_f64(ElementType type, const void* src, double* dst, int64_t count, cudaStream_t stream);
@@ -45,6 +52,6 @@ void launch_running_statistic(ElementType type, const void* running, const doubl
 // dbias = sum(dy). All of type `type`.
 void launch_batch_norm_grad(ElementType type, const void* dy, const void* x, const void* scale, const double* mean,
                             const double* var, double epsilon, bool batch_stats, void* dx, void* dscale, void* dbias,
-                            int64_t batch, int64_t channels, int64_t plane, cudaStream_t stream);
+                            int64_t batch, int64_t channels, int64_t plane, double* workspace, cudaStream_t stream);
 
 }  // namespace weir::cuda

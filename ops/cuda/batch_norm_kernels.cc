@@ -72,14 +72,16 @@ class BatchNormCudaKernel final : public OpKernel {
 
     std::lock_guard<std::mutex> lock(mutex_);
     const auto channels = static_cast<size_t>(l.channels);
+    const size_t workspace = training_ ? static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.batch, l.channels, l.plane)) : 0;
     std::vector<void*> parts =
         scratch_.reserve(ctx, {channels * sizeof(double), channels * sizeof(double), channels * sizeof(float),
-                               channels * sizeof(float)});
+                               channels * sizeof(float), workspace * sizeof(double)});
     auto* mean = static_cast<double*>(parts[0]);
     auto* var = static_cast<double*>(parts[1]);
     if (l.channels > 0) {
       if (training_) {
-        cuda::launch_batch_norm_stats(type, x.raw_data(), l.batch, l.channels, l.plane, mean, var, stream);
+        cuda::launch_batch_norm_stats(type, x.raw_data(), l.batch, l.channels, l.plane, mean, var,
+                                      static_cast<double*>(parts[4]), stream);
         cuda::check_launch(ctx, "batch_norm_stats");
       } else {
         cuda::launch_to_f64(type, ctx.input(3).raw_data(), mean, l.channels, stream);
@@ -161,11 +163,14 @@ class BatchNormGradCudaKernel final : public OpKernel {
 
     std::lock_guard<std::mutex> lock(mutex_);
     const auto channels = static_cast<size_t>(l.channels);
-    std::vector<void*> parts = scratch_.reserve(ctx, {channels * sizeof(double), channels * sizeof(double)});
+    const auto workspace = static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.batch, l.channels, l.plane));
+    std::vector<void*> parts =
+        scratch_.reserve(ctx, {channels * sizeof(double), channels * sizeof(double), workspace * sizeof(double)});
     auto* mean = static_cast<double*>(parts[0]);
     auto* var = static_cast<double*>(parts[1]);
+    auto* sums = static_cast<double*>(parts[2]);
     if (training_) {
-      cuda::launch_batch_norm_stats(type, x.raw_data(), l.batch, l.channels, l.plane, mean, var, stream);
+      cuda::launch_batch_norm_stats(type, x.raw_data(), l.batch, l.channels, l.plane, mean, var, sums, stream);
       cuda::check_launch(ctx, "batch_norm_stats");
     } else {
       cuda::launch_to_f64(type, ctx.input(3).raw_data(), mean, l.channels, stream);
@@ -174,7 +179,8 @@ class BatchNormGradCudaKernel final : public OpKernel {
       cuda::check_launch(ctx, "to_f64 (var)");
     }
     cuda::launch_batch_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), mean, var, epsilon_, training_,
-                                 dx.raw_data(), dscale.raw_data(), dbias.raw_data(), l.batch, l.channels, l.plane, stream);
+                                 dx.raw_data(), dscale.raw_data(), dbias.raw_data(), l.batch, l.channels, l.plane, sums,
+                                 stream);
     cuda::check_launch(ctx, "batch_norm_grad");
   }
 

@@ -55,8 +55,11 @@ Tensor gather_class_centres(const ClassCentres& centres, const std::function<Ten
 }  // namespace
 
 void initialize_class_centres(Session& session, const ClassCentres& centres, int rank) {
-  Tensor weight = session.state(centres.weight);  // shares the session's memory: filled in place
+  // On a CPU the session's own memory, filled in place; on a GPU a host
+  // copy, filled and then written back.
+  Tensor weight = session.host_state(centres.weight);
   nn::fill_class_centres(weight, centres.classes, centres.ranks, rank, centres.seed);
+  if (session.state(centres.weight).device().type != DeviceType::kCpu) session.set_state(centres.weight, weight);
 }
 
 ClassifierTrainingResult train_classifier(const ClassifierTraining& options, const Tensor& train_examples,
@@ -169,8 +172,8 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   bake_state(session, *infer.graph);
   if (train.class_centres && ranks > 1) {
     const std::string& name = train.class_centres->weight;
-    Tensor all = gather_class_centres(*train.class_centres, [&](int r) { return world->session(r).state(name); },
-                                      options.world.get(), session.state(name));
+    Tensor all = gather_class_centres(*train.class_centres, [&](int r) { return world->session(r).host_state(name); },
+                                      options.world.get(), session.host_state(name));
     // Rank 0's holds every class; the others' are left without centres
     // (bake_state gave them their own rows, which are not the [C, D] head).
     infer.graph->find_value(name)->set_data(std::move(all));

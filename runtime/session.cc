@@ -603,6 +603,12 @@ Tensor Session::state(const std::string& name) const {
   return state_[plan_->value_index(value)];
 }
 
+Tensor Session::host_state(const std::string& name) const {
+  Tensor tensor = state(name);
+  if (!tensor.defined() || tensor.device().type == DeviceType::kCpu) return tensor;
+  return copy_to_host(backend_holding(tensor), tensor, "state '" + name + "'");
+}
+
 void Session::set_state(const std::string& name, const Tensor& tensor) {
   const Value* value = plan_->graph().find_value(name);
   if (value == nullptr || !value->is_persistent()) {

@@ -143,6 +143,10 @@ class Session {
   // Persistent values by name: read, or replace (same dtype and shape).
   // state() shares the session's memory, so on a GPU it is a device tensor.
   Tensor state(const std::string& name) const;
+  // The same value in host memory, for host code to read (checkpoints,
+  // baking weights into a graph): state() itself on a CPU device, a copy
+  // (waited for, within the step timeout) from any other.
+  Tensor host_state(const std::string& name) const;
   void set_state(const std::string& name, const Tensor& value);
 
   // The RNG counter the next run gives random kernels (Dropout); it

@@ -20,7 +20,7 @@ void save_checkpoint(const std::filesystem::path& path, const Session& session, 
   arrays.emplace_back(kStepKey, Tensor::scalar<int64_t>(step));
   arrays.emplace_back(kRngKey, Tensor::scalar<int64_t>(static_cast<int64_t>(session.rng_state())));
   for (const Value* value : session.plan().graph().persistents()) {
-    arrays.emplace_back(value->name(), session.state(value->name()));
+    arrays.emplace_back(value->name(), session.host_state(value->name()));
   }
   write_npz(path, arrays);
 }

@@ -153,7 +153,7 @@ int copy_state(const Session& from, Session& to) {
   for (const Value* value : to.plan().graph().persistents()) {
     const Value* match = source.find_value(value->name());
     if (match == nullptr || !match->is_persistent()) continue;
-    to.set_state(value->name(), from.state(value->name()));
+    to.set_state(value->name(), from.host_state(value->name()));
     ++copied;
   }
   return copied;
@@ -163,7 +163,7 @@ void bake_state(const Session& from, Graph& graph) {
   const Graph& source = from.plan().graph();
   for (Value* value : graph.persistents()) {
     const Value* match = source.find_value(value->name());
-    if (match != nullptr && match->is_persistent()) value->set_data(from.state(value->name()).clone());
+    if (match != nullptr && match->is_persistent()) value->set_data(from.host_state(value->name()).clone());
   }
 }
 

@@ -100,7 +100,7 @@ without a copy; outputs are arrays over Weir's memory (no copy).)doc")
       .def("state_names", [](const PythonSession& s) { return value_names(s.plan->graph().persistents()); },
            "The persistent values (parameters, optimizer state) by name")
       .def("state", [](const PythonSession& s, const std::string& name) {
-        return to_array(s.session->state(name).clone());
+        return to_array(s.session->host_state(name).clone());
       }, py::arg("name"), "A copy of a persistent value")
       .def("set_state", [](PythonSession& s, const std::string& name, const py::handle& value) {
         s.session->set_state(name, to_owned_tensor(value, "state '" + name + "'"));

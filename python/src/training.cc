@@ -260,7 +260,7 @@ each rank of a data-parallel step gets its share). lr is constant.)doc")
         py::gil_scoped_release release;
         t.trainer->resume(path);
       }, py::arg("path"))
-      .def("state", [](PythonTrainer& t, const std::string& name) { return to_array(t.rank0().state(name).clone()); },
+      .def("state", [](PythonTrainer& t, const std::string& name) { return to_array(t.rank0().host_state(name).clone()); },
            py::arg("name"), "A copy of a parameter or optimizer state (rank 0's)")
       .def("bake", [](PythonTrainer& t, Graph& graph) { bake_state(t.rank0(), graph); }, py::arg("graph"),
            "Writes the trained values into `graph`'s parameters of the same names (an inference graph), so "

@@ -227,6 +227,37 @@ TEST(SessionOnAFakeAccelerator, RunsWithoutHostAssumptions) {
   }
 }
 
+// host_state() hands host code a host copy of state that lives on a device
+// (checkpoints and baked weights read it), and state() itself on a CPU.
+TEST(SessionOnAFakeAccelerator, HostStateIsAHostCopyOfDeviceState) {
+  const Device fake{DeviceType::kCuda, 7};
+  static CpuAllocator* fake_memory = new CpuAllocator(fake);  // outlives the tensors made from it
+  Graph g("state");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{4}});
+  Value* w = g.add_persistent("w", {DType::kFloat32, Shape{4}}, PersistentRole::kParameter,
+                              Tensor::from_vector<float>({1, 2, 3, 4}, {4}));
+  g.add_output(g.add_node("Mul", {x, w}, 1, {}, "scaled")->output(0));
+  infer_graph_types(g, default_op_registry());
+  KernelRegistry kernels;
+  register_cpu_kernels(kernels);
+  kernels.add("Mul", fake.type, {DType::kFloat32}, *kernels.find(KernelOp("", "Mul"), DeviceType::kCpu, DType::kFloat32));
+  CompileOptions compile_options;
+  compile_options.default_device = fake;
+  compile_options.kernels = &kernels;
+  SessionOptions options = async_options();
+  options.device_memory = [](const Device&) -> Allocator& { return *fake_memory; };
+  Session session(compile(g, compile_options), options);
+  EXPECT_EQ(session.state("w").device(), fake);
+  session.set_state("w", Tensor::from_vector<float>({5, 6, 7, 8}, {4}));
+  Tensor host = session.host_state("w");
+  EXPECT_EQ(host.device(), Device::cpu());
+  EXPECT_TRUE(host.bitwise_equal(Tensor::from_vector<float>({5, 6, 7, 8}, {4})));
+  EXPECT_NE(host.raw_data(), session.state("w").raw_data()) << "a copy, not the device's memory";
+
+  Session on_cpu(compile(g));
+  EXPECT_EQ(on_cpu.host_state("w").raw_data(), on_cpu.state("w").raw_data()) << "on a CPU, the state itself";
+}
+
 TEST(SessionOnAnAsyncBackend, CollectivesAndAFailingKernelAreNamed) {
   // Device 1 gathers with a fed index, then both devices all-reduce.
   Graph g("failing");

@@ -136,22 +136,31 @@ SimulatedLink simulated_link_of(const TrainArgs& args, int ranks) {
   return link;
 }
 
-// The launched world (tools/graph-runner/launched_world.h); nullptr when
-// this process is a world of one.
-// --device, checked: "cuda:1" on a machine without that GPU fails here,
-// naming it, before anything is built.
-Device device_of(const TrainArgs& args) {
+// --device, parsed ("tpu" fails naming the flag).
+Device parsed_device(const TrainArgs& args) {
   try {
-    Device device = Device::parse(args.device);
-    check_device_usable(device);
-    return device;
+    return Device::parse(args.device);
   } catch (const Error& e) {
     throw Error(e.kind(), "--device " + e.message());
   }
 }
 
+// --device, checked: "cuda:1" on a machine without that GPU fails here,
+// naming it, before anything is built.
+Device device_of(const TrainArgs& args) {
+  const Device device = parsed_device(args);
+  try {
+    check_device_usable(device);
+  } catch (const Error& e) {
+    throw Error(e.kind(), "--device " + e.message());
+  }
+  return device;
+}
+
+// The launched world (tools/graph-runner/launched_world.h); nullptr when
+// this process is a world of one on a CPU.
 std::shared_ptr<World> world_of(const TrainArgs& args) {
-  const DeviceType device = Device::parse(args.device).type;
+  const DeviceType device = parsed_device(args).type;
   std::shared_ptr<World> world = tools::launched_world(
       {.job = args.job, .timeout = std::chrono::milliseconds(static_cast<int64_t>(args.collective_timeout * 1000)),
        .device = device});

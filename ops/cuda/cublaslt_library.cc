@@ -1,8 +1,6 @@
 #include "ops/cuda/cublaslt_library.h"
 
-#include <map>
-#include <mutex>
-#include <vector>
+#include <string>
 
 #include "core/cuda/cuda_library.h"
 #include "core/error.h"
@@ -33,16 +31,6 @@ CublasLtApi load_cublaslt() {
   return api;
 }
 
-struct HandlePool {
-  std::mutex mutex;
-  std::map<int, std::vector<cublasLtHandle_t>> free;  // by device index
-};
-
-HandlePool& handle_pool() {
-  static auto* pool = new HandlePool();  // never destroyed, like the handles in it
-  return *pool;
-}
-
 }  // namespace
 
 const CublasLtApi& cublaslt() {
@@ -57,25 +45,10 @@ void cublaslt_check(cublasStatus_t status, const std::string& what) {
   throw Error(ErrorKind::kDevice, what + " failed: " + api.status_name(status) + ": " + api.status_string(status));
 }
 
-CublasLtHandle::CublasLtHandle(int device_index) : device_index_(device_index) {
-  const CublasLtApi& api = cublaslt();
-  {
-    HandlePool& pool = handle_pool();
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    std::vector<cublasLtHandle_t>& free = pool.free[device_index];
-    if (!free.empty()) {
-      handle_ = free.back();
-      free.pop_back();
-      return;
-    }
-  }
-  cublaslt_check(api.create(&handle_), "cublasLtCreate on cuda:" + std::to_string(device_index));
-}
-
-CublasLtHandle::~CublasLtHandle() {
-  HandlePool& pool = handle_pool();
-  std::lock_guard<std::mutex> lock(pool.mutex);
-  pool.free[device_index_].push_back(handle_);
+cublasLtHandle_t create_cublaslt_handle(int device_index) {
+  cublasLtHandle_t handle = nullptr;
+  cublaslt_check(cublaslt().create(&handle), "cublasLtCreate on cuda:" + std::to_string(device_index));
+  return handle;
 }
 
 }  // namespace weir::cuda

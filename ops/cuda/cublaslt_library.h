@@ -17,6 +17,8 @@
 
 #include <string>
 
+#include "ops/cuda/pooled_handle.h"
+
 namespace weir::cuda {
 
 struct CublasLtApi {
@@ -43,23 +45,11 @@ const CublasLtApi& cublaslt();
 // Throws weir::Error(kDevice) "<what> failed: CUBLAS_STATUS_...: <message>" unless `status` is success.
 void cublaslt_check(cublasStatus_t status, const std::string& what);
 
-// A cuBLASLt handle of one device, taken from a process-wide pool for as
-// long as this object lives (creating one costs milliseconds; pooling also
-// keeps one handle per concurrent user, so nothing relies on the library's
-// thread safety). Pooled handles are never destroyed (destroying them at
-// exit races the driver's own teardown).
-class CublasLtHandle {
- public:
-  explicit CublasLtHandle(int device_index);  // that device must be current
-  ~CublasLtHandle();
-  CublasLtHandle(const CublasLtHandle&) = delete;
-  CublasLtHandle& operator=(const CublasLtHandle&) = delete;
+// A new cuBLASLt handle of cuda:`device_index` (current); throws naming the device.
+cublasLtHandle_t create_cublaslt_handle(int device_index);
 
-  cublasLtHandle_t get() const { return handle_; }
-
- private:
-  int device_index_;
-  cublasLtHandle_t handle_ = nullptr;
-};
+// A pooled cuBLASLt handle of one device (ops/cuda/pooled_handle.h): one per
+// concurrent user, so nothing relies on the library's thread safety.
+using CublasLtHandle = PooledHandle<cublasLtHandle_t, create_cublaslt_handle>;
 
 }  // namespace weir::cuda

@@ -1,7 +1,7 @@
 #include "ops/cuda/cudnn_library.h"
 
-#include <map>
-#include <mutex>
+#include <string>
+#include <vector>
 
 #include "core/cuda/cuda_library.h"
 #include "core/error.h"
@@ -41,16 +41,6 @@ CudnnApi load_cudnn() {
   return api;
 }
 
-struct HandlePool {
-  std::mutex mutex;
-  std::map<int, std::vector<cudnnHandle_t>> free;  // by device index
-};
-
-HandlePool& handle_pool() {
-  static auto* pool = new HandlePool();  // never destroyed, like the handles in it
-  return *pool;
-}
-
 std::vector<int> dense_strides(const std::vector<int>& sizes) {
   std::vector<int> strides(sizes.size(), 1);
   for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * sizes[i];
@@ -85,25 +75,10 @@ void cudnn_check(cudnnStatus_t status, const std::string& what) {
                                       std::to_string(static_cast<int>(status)) + ")");
 }
 
-CudnnHandle::CudnnHandle(int device_index) : device_index_(device_index) {
-  const CudnnApi& api = cudnn();
-  {
-    HandlePool& pool = handle_pool();
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    std::vector<cudnnHandle_t>& free = pool.free[device_index];
-    if (!free.empty()) {
-      handle_ = free.back();
-      free.pop_back();
-      return;
-    }
-  }
-  cudnn_check(api.create(&handle_), "cudnnCreate on cuda:" + std::to_string(device_index));
-}
-
-CudnnHandle::~CudnnHandle() {
-  HandlePool& pool = handle_pool();
-  std::lock_guard<std::mutex> lock(pool.mutex);
-  pool.free[device_index_].push_back(handle_);
+cudnnHandle_t create_cudnn_handle(int device_index) {
+  cudnnHandle_t handle = nullptr;
+  cudnn_check(cudnn().create(&handle), "cudnnCreate on cuda:" + std::to_string(device_index));
+  return handle;
 }
 
 TensorDescriptor::TensorDescriptor(cudnnDataType_t type, const std::vector<int>& sizes, bool channels_last) {

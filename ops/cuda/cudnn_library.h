@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "ops/cuda/pooled_handle.h"
+
 namespace weir::cuda {
 
 struct CudnnApi {
@@ -55,22 +57,11 @@ const CudnnApi& cudnn();
 // Throws weir::Error(kDevice) "<what> failed: CUDNN_STATUS_... (<code>)" unless `status` is success.
 void cudnn_check(cudnnStatus_t status, const std::string& what);
 
-// A cuDNN handle of one device, taken from a process-wide pool for as long
-// as this object lives (a handle must not be used by two threads at once;
-// creating one costs milliseconds). Pooled handles are never destroyed.
-class CudnnHandle {
- public:
-  explicit CudnnHandle(int device_index);  // that device must be current
-  ~CudnnHandle();
-  CudnnHandle(const CudnnHandle&) = delete;
-  CudnnHandle& operator=(const CudnnHandle&) = delete;
+// A new cuDNN handle of cuda:`device_index` (current); throws naming the device.
+cudnnHandle_t create_cudnn_handle(int device_index);
 
-  cudnnHandle_t get() const { return handle_; }
-
- private:
-  int device_index_;
-  cudnnHandle_t handle_ = nullptr;
-};
+// A pooled cuDNN handle of one device (ops/cuda/pooled_handle.h).
+using CudnnHandle = PooledHandle<cudnnHandle_t, create_cudnn_handle>;
 
 // Owning descriptors. Sizes are checked against int (the API's type) by the
 // caller; strides are those of a dense row-major tensor, or, where

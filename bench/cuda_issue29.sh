@@ -47,6 +47,21 @@ gpu=${WEIR_GPU:-cuda}
 nvidia-smi -L 2>&1 | tee "$out/device.log"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
+# The largest relative difference between two runs' `step N loss: X` lines,
+# against a tolerance: compare_losses WANT GOT LABEL TOLERANCE.
+compare_losses() {
+  python3 - "$@" <<'EOF'
+import re, sys
+def losses(path):
+    return [float(m.group(1)) for m in re.finditer(r"step \d+ loss: (\S+)", open(path).read())]
+want, got, label, tolerance = losses(sys.argv[1]), losses(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+worst = max((abs(a - b) / abs(a) for a, b in zip(want, got)), default=float("nan"))
+ok = len(want) == len(got) > 0 and worst <= tolerance
+print(f"{label}: {len(got)} of {len(want)} steps, largest relative loss difference {worst:.3g}"
+      f" ({'within' if ok else 'NOT within'} {tolerance:g})")
+EOF
+}
+
 run_stage() {
   local stage=$1
   echo "=== $stage"
@@ -60,17 +75,8 @@ run_stage() {
       weir graph-runner "${lenet[@]}" --device cpu > "$work/lenet-cpu.txt" 2>&1
       weir graph-runner "${lenet[@]}" --device "$gpu" > "$work/lenet-cuda.txt" 2>&1
       weir graph-runner launch -n 1 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl.txt" 2>&1
-      for variant in cuda nccl; do
-        python3 - "$work/lenet-cpu.txt" "$work/lenet-$variant.txt" "$variant" <<'EOF'
-import re, sys
-def losses(path):
-    return [float(m.group(1)) for m in re.finditer(r"step \d+ loss: (\S+)", open(path).read())]
-cpu, gpu = losses(sys.argv[1]), losses(sys.argv[2])
-worst = max((abs(a - b) / abs(a) for a, b in zip(cpu, gpu)), default=float("nan"))
-print(f"lenet {sys.argv[3]} vs cpu: {len(gpu)} of {len(cpu)} steps, largest relative loss difference {worst:.3g}"
-      f" ({'within' if len(cpu) == len(gpu) == 20 and worst <= 1e-4 else 'NOT within'} 1e-4)")
-EOF
-      done
+      compare_losses "$work/lenet-cpu.txt" "$work/lenet-cuda.txt" "lenet cuda vs cpu" 1e-4
+      compare_losses "$work/lenet-cpu.txt" "$work/lenet-nccl.txt" "lenet nccl vs cpu" 1e-4
       grep -h -E "ms_per_step|examples_per_second|error" "$work"/lenet-*.txt ;;
     infer)
       # Fixed batches, so the FLOP estimates count every example; initial
@@ -98,14 +104,7 @@ for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randin
       if (( gpus < 2 )); then echo "one GPU: the 2-GPU comparison needs two"; return; fi
       lenet=(train --model lenet --data synthetic --steps 20 --batch 64 --optimizer momentum --lr 0.05 --print-losses)
       weir graph-runner launch -n 2 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl2.txt" 2>&1
-      python3 - "$work/lenet-nccl.txt" "$work/lenet-nccl2.txt" <<'EOF'
-import re, sys
-def losses(path):
-    return [float(m.group(1)) for m in re.finditer(r"step \d+ loss: (\S+)", open(path).read())]
-one, two = losses(sys.argv[1]), losses(sys.argv[2])
-worst = max((abs(a - b) / abs(a) for a, b in zip(one, two)), default=float("nan"))
-print(f"lenet 2 GPUs vs 1: largest relative loss difference {worst:.3g} ({'within' if worst <= 1e-5 else 'NOT within'} 1e-5)")
-EOF
+      compare_losses "$work/lenet-nccl.txt" "$work/lenet-nccl2.txt" "lenet 2 GPUs vs 1" 1e-5
       ;;
     *) echo "unknown stage '$stage' (tests lenet infer train nccl2)" ;;
   esac

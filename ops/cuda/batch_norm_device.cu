@@ -74,16 +74,18 @@ __device__ void chunk_sums(int64_t batch, int64_t channels, int64_t plane, Chunk
   }
 }
 
-// out[c * kValues + v] = the sum over chunks, in order, of channel c's partial sums.
+// out[c * kValues + v] = the sum over chunks, in order, of channel c's
+// partial sums, divided by `count` when it is positive (a mean over the
+// channel's elements; 0 for a channel of none, whose sums are 0).
 template <int kValues>
-__global__ void combine_chunks(const double* partial, int64_t channels, int64_t chunks, double* out) {
+__global__ void combine_chunks(const double* partial, int64_t channels, int64_t chunks, int64_t count, double* out) {
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     double sums[kValues] = {};
     for (int64_t k = 0; k < chunks; ++k) {
       for (int v = 0; v < kValues; ++v) sums[v] += partial[(c * chunks + k) * kValues + v];
     }
-    for (int v = 0; v < kValues; ++v) out[c * kValues + v] = sums[v];
+    for (int v = 0; v < kValues; ++v) out[c * kValues + v] = count > 0 ? sums[v] / static_cast<double>(count) : sums[v];
   }
 }
 
@@ -102,14 +104,6 @@ __global__ void stats_partials(const T* x, const double* mean, int64_t batch, in
       sums[0] += d * d;
     }
   });
-}
-
-// totals[c] (a sum over N * plane elements) divided by that count, in place.
-__global__ void divide_by_count(double* totals, int64_t channels, int64_t count) {
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    totals[c] = count > 0 ? totals[c] / static_cast<double>(count) : 0.0;
-  }
 }
 
 template <typename T>
@@ -217,12 +211,10 @@ void launch_batch_norm_stats(ElementType type, const void* x, int64_t batch, int
     // The mean first, then the squared deviations from it (two passes, as the CPU).
     stats_partials<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), nullptr, batch, channels, plane, chunks,
                                                       workspace);
-    combine_chunks<1><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, mean);
-    divide_by_count<<<blocks_for(channels), kThreads, 0, stream>>>(mean, channels, batch * plane);
+    combine_chunks<1><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, batch * plane, mean);
     stats_partials<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), mean, batch, channels, plane, chunks,
                                                       workspace);
-    combine_chunks<1><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, var);
-    divide_by_count<<<blocks_for(channels), kThreads, 0, stream>>>(var, channels, batch * plane);
+    combine_chunks<1><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, batch * plane, var);
   });
 }
 
@@ -274,7 +266,7 @@ void launch_batch_norm_grad(ElementType type, const void* dy, const void* x, con
     grad_partials<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x),
                                                      static_cast<const T*>(scale), mean, var, epsilon, batch, channels,
                                                      plane, chunks, workspace);
-    combine_chunks<4><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, sums);
+    combine_chunks<4><<<blocks_for(channels), kThreads, 0, stream>>>(workspace, channels, chunks.count, 0, sums);
     if (count > 0) {
       grad_apply<T><<<blocks_for(count), kThreads, 0, stream>>>(
           static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(scale), mean, var, epsilon,

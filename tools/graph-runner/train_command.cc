@@ -180,6 +180,15 @@ std::shared_ptr<World> world_of(const TrainArgs& args) {
   return world;
 }
 
+// This process's rate: its share of the batch, and its step's estimated
+// FLOPs over the time a step took.
+void print_step_rate(int64_t examples_per_step, double ms_per_step, int64_t step_flops) {
+  if (ms_per_step <= 0) return;
+  std::printf("examples_per_second: %.1f (this rank)\n", static_cast<double>(examples_per_step) * 1e3 / ms_per_step);
+  std::printf("step_flops: %.4g GFLOP (estimated), %.4g TFLOP/s\n", static_cast<double>(step_flops) * 1e-9,
+              static_cast<double>(step_flops) / (ms_per_step * 1e-3) * 1e-12);
+}
+
 // Result lines come from rank 0 only.
 bool prints_results(const std::shared_ptr<World>& world) { return world == nullptr || world->rank() == 0; }
 
@@ -492,12 +501,7 @@ void train_graph(const TrainArgs& args) {
   std::printf("steps: %lld\n", static_cast<long long>(trainer.step()));
   std::printf("final_loss: %.9g\n", stats.last_loss);
   std::printf("ms_per_step: %.3f\n", stats.ms_per_step);
-  if (stats.ms_per_step > 0) {
-    const double step_flops = static_cast<double>(estimated_flops(graph));
-    std::printf("examples_per_second: %.1f (this rank)\n", static_cast<double>(batch / ranks) * 1e3 / stats.ms_per_step);
-    std::printf("step_flops: %.4g GFLOP (estimated), %.4g TFLOP/s\n", step_flops * 1e-9,
-                step_flops / (stats.ms_per_step * 1e-3) * 1e-12);
-  }
+  print_step_rate(batch / ranks, stats.ms_per_step, estimated_flops(graph));
   if (launched != nullptr) std::printf("data parallel: %d ranks (%s)\n", ranks, launched->description().c_str());
   int64_t peak = 0;
   for (int r = 0; r < local_sessions; ++r) {
@@ -656,12 +660,7 @@ void train(const TrainArgs& args) {
   std::printf("steps: %lld\n", static_cast<long long>(result.total_steps));
   std::printf("final_loss: %.9g\n", result.last_loss);
   std::printf("ms_per_step: %.3f\n", result.ms_per_step);
-  if (result.ms_per_step > 0) {
-    // This process's rate: its share of the batch, and its step's FLOPs.
-    std::printf("examples_per_second: %.1f (this rank)\n", static_cast<double>(args.batch / ranks) * 1e3 / result.ms_per_step);
-    std::printf("step_flops: %.4g GFLOP (estimated), %.4g TFLOP/s\n", static_cast<double>(result.step_flops) * 1e-9,
-                static_cast<double>(result.step_flops) / (result.ms_per_step * 1e-3) * 1e-12);
-  }
+  print_step_rate(args.batch / ranks, result.ms_per_step, result.step_flops);
   std::printf("peak_memory_bytes: %lld\n", static_cast<long long>(result.peak_memory_bytes));
   if (result.test_accuracy >= 0) std::printf("test_accuracy: %.4f\n", result.test_accuracy);
   if (!args.profile.empty()) report_profile(profiler, args.profile, result.steps);

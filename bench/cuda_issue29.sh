@@ -13,11 +13,16 @@
 # Stages (default: all, in this order; each writes $OUT/<stage>.log, or
 # /tmp/weir-gpu/<stage>.log without $OUT):
 #   tests   weir_cuda_tests: every op family against the CPU kernels, the
-#           NCCL world, LeNet on the GPU like the CPU (gtest XML too)
-#   lenet   graph-runner train --model lenet, 20 steps, CPU and cuda:0, and
-#           a launched NCCL world of one: the largest relative loss difference
+#           NCCL world, LeNet on the GPU like the CPU (gtest XML too); the
+#           failed tests again with WEIR_SYNC_STEPS=1 (each step waited
+#           for), which tells a fault of running ahead from a kernel's
+#   lenet   graph-runner train --model lenet, 20 steps, CPU and cuda:0 (and
+#           cuda:0 waiting for each step), and a launched NCCL world of one:
+#           the largest relative loss difference
 #   infer   graph-runner bench --device cuda: ResNet-50 at batch 1 and 64,
-#           BERT-base (12 layers, 768 wide, 12 heads) at seq 128, batch 1 and 32
+#           BERT-base (12 layers, 768 wide, 12 heads) at seq 128, batch 1 and
+#           32; each also with WEIR_SYNC_STEPS=1, the executor waiting for
+#           every step (the baseline of running ahead, in the same run)
 #   train   graph-runner train --device cuda --amp fp16: ResNet-50, batch 128,
 #           224x224 synthetic images, 1000 classes (images/s, TFLOP/s)
 #   nccl2   with 2 or more GPUs: LeNet on 2 processes (NCCL) against 1
@@ -69,13 +74,22 @@ run_stage() {
     tests)
       (cd "$work" && LD_LIBRARY_PATH=$library_path timeout 560 "$bin/weir_cuda_tests" --gtest_output=xml:"$out/cuda_tests.xml" 2>&1) \
         > "$out/tests.log"
-      grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log"; grep -E '^\[  FAILED  \]' "$out/tests.log" | head -40 ;;
+      grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log"; grep -E '^\[  FAILED  \]' "$out/tests.log" | head -40
+      failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/tests.log" | awk '{print $4}' | sort -u | paste -sd: -)
+      if [[ -n $failed ]]; then
+        echo "the failed tests again, waiting for each step (WEIR_SYNC_STEPS=1):"
+        (cd "$work" && WEIR_SYNC_STEPS=1 LD_LIBRARY_PATH=$library_path timeout 120 "$bin/weir_cuda_tests" --gtest_filter="$failed" 2>&1) \
+          > "$out/tests-sync.log"
+        grep -E '^\[  (PASSED|FAILED) ' "$out/tests-sync.log"
+      fi ;;
     lenet)
       lenet=(train --model lenet --data synthetic --steps 20 --batch 64 --optimizer momentum --lr 0.05 --print-losses)
       weir graph-runner "${lenet[@]}" --device cpu > "$work/lenet-cpu.txt" 2>&1
       weir graph-runner "${lenet[@]}" --device "$gpu" > "$work/lenet-cuda.txt" 2>&1
+      WEIR_SYNC_STEPS=1 weir graph-runner "${lenet[@]}" --device "$gpu" > "$work/lenet-cuda-sync.txt" 2>&1
       weir graph-runner launch -n 1 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl.txt" 2>&1
       compare_losses "$work/lenet-cpu.txt" "$work/lenet-cuda.txt" "lenet cuda vs cpu" 1e-4
+      compare_losses "$work/lenet-cuda-sync.txt" "$work/lenet-cuda.txt" "lenet cuda running ahead vs waiting for each step" 0
       compare_losses "$work/lenet-cpu.txt" "$work/lenet-nccl.txt" "lenet nccl vs cpu" 1e-4
       grep -h -E "ms_per_step|examples_per_second|error" "$work"/lenet-*.txt ;;
     infer)
@@ -88,14 +102,20 @@ for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randin
       for batch in 1 64; do
         echo "resnet50 batch $batch"
         weir weir_zoo_export resnet50 "$work/r50-$batch.weir" --channels 3 --image-size 224 --classes 1000 --batch "$batch" --calibrate 0 >/dev/null
-        weir graph-runner bench "$work/r50-$batch.weir" --device "$gpu" -i "x=$work/img$batch.npy" --warmup 10 --iterations 100 2>&1 \
-          | grep -E "latency|flops|error"
+        for sync in 0 1; do
+          echo "WEIR_SYNC_STEPS=$sync"
+          WEIR_SYNC_STEPS=$sync weir graph-runner bench "$work/r50-$batch.weir" --device "$gpu" -i "x=$work/img$batch.npy" \
+            --warmup 10 --iterations 100 2>&1 | grep -E "latency|flops|error"
+        done
       done
       for batch in 1 32; do
         echo "bert-base seq 128 batch $batch"
         weir weir_zoo_export bert "$work/bert-$batch.weir" --layers 12 --hidden 768 --heads 12 --seq 128 --batch "$batch" --calibrate 0 >/dev/null
-        weir graph-runner bench "$work/bert-$batch.weir" --device "$gpu" -i "x=$work/ids$batch.npy" --warmup 10 --iterations 100 2>&1 \
-          | grep -E "latency|flops|error"
+        for sync in 0 1; do
+          echo "WEIR_SYNC_STEPS=$sync"
+          WEIR_SYNC_STEPS=$sync weir graph-runner bench "$work/bert-$batch.weir" --device "$gpu" -i "x=$work/ids$batch.npy" \
+            --warmup 10 --iterations 100 2>&1 | grep -E "latency|flops|error"
+        done
       done ;;
     train)
       weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \

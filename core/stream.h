@@ -17,7 +17,8 @@
 // its own thread; a CUDA stream runs the function at once on the caller,
 // which enqueues device work, and the event completes when the device has
 // done it. The executor therefore never takes "launch returned" for "done":
-// it completes a step by its event.
+// it completes a step by its event, or, on a stream that runs_ahead(),
+// hands the event to the steps of other streams that read the step's results.
 //
 // Stream kinds are an enum: each device has compute streams (0: the one
 // ordinary kernels run on; more for work the schedule runs in its own order,
@@ -80,6 +81,11 @@ class Stream {
   virtual std::shared_ptr<Event> record() = 0;
   // Work launched after this call starts only once `event` has completed.
   virtual void wait(std::shared_ptr<Event> event) = 0;
+  // True when work may still be running after launch() returns (a GPU's
+  // streams): the executor then goes on launching without waiting, and
+  // memory the work uses is kept from other streams until it is done
+  // (runtime/caching_allocator.h). False for host streams.
+  virtual bool runs_ahead() const { return false; }
   // The device API's own handle (a cudaStream_t), for code that enqueues
   // device work itself, such as a plugin's CUDA kernel; nullptr for host
   // streams.

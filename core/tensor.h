@@ -63,6 +63,8 @@ class Storage {
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
   bool is_owned() const { return allocator_ != nullptr; }
+  // What owned storage returns its memory to; nullptr for external storage.
+  Allocator* allocator() const { return allocator_; }
 
  private:
   void* data_ = nullptr;

@@ -1,5 +1,6 @@
 #include "runtime/caching_allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <memory>
 #include <mutex>
@@ -17,9 +18,67 @@ size_t CachingAllocator::bin_size(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+// The face of the cache that work on one stream allocates through. Its
+// owner is read under the cache's mutex: forget_stream() clears it, and
+// for_stream() sets it again when a new stream has the same address.
+class CachingAllocator::StreamAllocator final : public Allocator {
+ public:
+  StreamAllocator(CachingAllocator& cache, const Stream* owner) : cache_(cache), owner_(owner) {}
+
+  void* allocate(size_t bytes, size_t alignment) override { return cache_.take(owner(), bytes, alignment); }
+  void deallocate(void* ptr, size_t bytes) override { cache_.give_back(owner(), ptr, bytes); }
+  Device device() const override { return cache_.device(); }
+  AllocatorStats stats() const override { return cache_.stats(); }
+  void reset_peak() override { cache_.reset_peak(); }
+
+  const CachingAllocator& cache() const { return cache_; }
+  const Stream* owner() const {
+    std::lock_guard<std::mutex> lock(cache_.mutex_);
+    return owner_;
+  }
+  const Stream* owner_locked() const { return owner_; }
+  void set_owner_locked(const Stream* owner) { owner_ = owner; }
+
+ private:
+  CachingAllocator& cache_;
+  const Stream* owner_;
+};
+
+CachingAllocator::CachingAllocator(Allocator& backing) : backing_(backing) {}
+
 CachingAllocator::~CachingAllocator() { release_cached(); }
 
-void* CachingAllocator::allocate(size_t bytes, size_t alignment) {
+void* CachingAllocator::allocate(size_t bytes, size_t alignment) { return take(nullptr, bytes, alignment); }
+
+void CachingAllocator::deallocate(void* ptr, size_t bytes) { give_back(nullptr, ptr, bytes); }
+
+void* CachingAllocator::pop_free(const Stream* owner, size_t bin) {
+  auto it = free_.find({owner, bin});
+  if (it == free_.end() || it->second.empty()) return nullptr;
+  void* block = it->second.back();
+  it->second.pop_back();
+  return block;
+}
+
+bool CachingAllocator::collect_pending() {
+  bool freed = false;
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& entry = pending_[i];
+    bool done = true;
+    for (const auto& event : entry.events) done = done && event->query();
+    if (!done) {
+      ++i;
+      continue;
+    }
+    free_[{entry.owner, entry.bin}].push_back(entry.block);
+    freed = true;
+    pending_[i] = std::move(pending_.back());
+    pending_.pop_back();
+  }
+  return freed;
+}
+
+void* CachingAllocator::take(const Stream* owner, size_t bytes, size_t alignment) {
   if (bytes == 0) return nullptr;
   if (alignment > kTensorAlignment) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -30,10 +89,15 @@ void* CachingAllocator::allocate(size_t bytes, size_t alignment) {
   void* block = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(bin);
-    if (it != free_.end() && !it->second.empty()) {
-      block = it->second.back();
-      it->second.pop_back();
+    // A stream's own blocks first (its later work runs after their last
+    // use), then idle ones; the pending ones are looked at only on a miss.
+    auto find = [&] {
+      void* found = owner != nullptr ? pop_free(owner, bin) : nullptr;
+      return found != nullptr ? found : pop_free(nullptr, bin);
+    };
+    block = find();
+    if (block == nullptr && !pending_.empty() && collect_pending()) block = find();
+    if (block != nullptr) {
       cached_bytes_ -= static_cast<int64_t>(bin);
       ++cache_hits_;
     } else {
@@ -45,13 +109,77 @@ void* CachingAllocator::allocate(size_t bytes, size_t alignment) {
   return block;
 }
 
-void CachingAllocator::deallocate(void* ptr, size_t bytes) {
+void CachingAllocator::give_back(const Stream* owner, void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   size_t bin = bin_size(bytes);
   counters_.on_deallocate(bin);
+  std::vector<Stream*> used_on;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto used = uses_.find(ptr);
+    if (used == uses_.end()) {
+      free_[{owner, bin}].push_back(ptr);
+      cached_bytes_ += static_cast<int64_t>(bin);
+      return;
+    }
+    used_on = std::move(used->second);
+    uses_.erase(used);
+  }
+  // Outside the mutex: recording talks to the device.
+  Pending entry{owner, bin, ptr, {}};
+  try {
+    for (Stream* stream : used_on) entry.events.push_back(stream->record());
+  } catch (...) {
+    // A stream that cannot record cannot say when its work is done: the
+    // block is never reused (the device is failing anyway). A destructor
+    // calls this, so nothing may be thrown.
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  free_[bin].push_back(ptr);
+  pending_.push_back(std::move(entry));
   cached_bytes_ += static_cast<int64_t>(bin);
+}
+
+Allocator& CachingAllocator::for_stream(const Stream& stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<StreamAllocator>& face = stream_allocators_[&stream];
+  if (!face) face = std::make_unique<StreamAllocator>(*this, &stream);
+  face->set_owner_locked(&stream);  // again, if an earlier stream at this address was forgotten
+  return *face;
+}
+
+void CachingAllocator::record_use(const Storage& storage, Stream& stream) {
+  const Allocator* from = storage.allocator();
+  if (from == nullptr) return;
+  const auto* face = from == this ? nullptr : dynamic_cast<const StreamAllocator*>(from);
+  if (from != this && (face == nullptr || &face->cache() != this)) return;  // not this cache's memory
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (face != nullptr && face->owner_locked() == &stream) return;  // its own stream: ordered already
+  std::vector<Stream*>& streams = uses_[storage.data()];
+  if (std::find(streams.begin(), streams.end(), &stream) == streams.end()) streams.push_back(&stream);
+}
+
+void CachingAllocator::forget_stream(const Stream& stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = free_.lower_bound({&stream, 0}); it != free_.end() && it->first.first == &stream;) {
+    std::vector<void*>& idle = free_[{nullptr, it->first.second}];
+    idle.insert(idle.end(), it->second.begin(), it->second.end());
+    it = free_.erase(it);
+  }
+  for (Pending& entry : pending_) {
+    if (entry.owner == &stream) entry.owner = nullptr;
+  }
+  for (auto it = uses_.begin(); it != uses_.end();) {
+    std::erase(it->second, &stream);
+    it = it->second.empty() ? uses_.erase(it) : std::next(it);
+  }
+  auto face = stream_allocators_.find(&stream);
+  if (face != stream_allocators_.end()) face->second->set_owner_locked(nullptr);
+}
+
+int64_t CachingAllocator::pending_blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(pending_.size());
 }
 
 int64_t CachingAllocator::cached_bytes() const {
@@ -70,15 +198,18 @@ int64_t CachingAllocator::system_allocations() const {
 }
 
 void CachingAllocator::release_cached() {
-  std::map<size_t, std::vector<void*>> blocks;
+  std::map<FreeKey, std::vector<void*>> blocks;
+  std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     blocks.swap(free_);
+    pending.swap(pending_);
     cached_bytes_ = 0;
   }
-  for (auto& [bin, list] : blocks) {
-    for (void* block : list) backing_.deallocate(block, bin);
+  for (auto& [key, list] : blocks) {
+    for (void* block : list) backing_.deallocate(block, key.second);
   }
+  for (const Pending& entry : pending) backing_.deallocate(entry.block, entry.bin);
 }
 
 CachingAllocator& device_caching_allocator(const Device& device, Allocator* device_memory) {

@@ -17,20 +17,41 @@
 // (bytes_in_use, peak_bytes, live_allocations) and every allocate() call
 // (num_allocations); cached_bytes(), cache_hits() and system_allocations()
 // say how well the cache works. Thread-safe.
+//
+// Streams. Work a stream runs later than its launch (a GPU's) may still
+// read or write a block after the host has freed it, so a block must not go
+// to work that could run first. for_stream(s) is the allocator of the work
+// launched on stream s: a block it frees is kept for s alone, where the
+// next allocation for s takes it at once, safely, because s runs what is
+// launched on it in order. A block used by work on any other stream is
+// marked with record_use(); when freed, it is held until events recorded on
+// those streams at that moment have completed (pending_blocks() counts
+// them). Blocks freed through the cache itself are idle and go to anyone.
+// This is the scheme of PyTorch's CUDA caching allocator (record_stream).
+//
+//   weir::Allocator& compute = cache.for_stream(compute_stream);
+//   weir::Tensor y = weir::Tensor::uninitialized(dtype, sizes, compute);
+//   cache.record_use(*y.storage(), comm_stream);   // an AllReduce reads y
+//   y = weir::Tensor();                            // held until comm passes this point
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/stream.h"
+#include "core/tensor.h"
 
 namespace weir {
 
 class CachingAllocator final : public Allocator {
  public:
-  explicit CachingAllocator(Allocator& backing) : backing_(backing) {}
+  explicit CachingAllocator(Allocator& backing);
   ~CachingAllocator() override;
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -44,17 +65,48 @@ class CachingAllocator final : public Allocator {
   int64_t cached_bytes() const;
   int64_t cache_hits() const;
   int64_t system_allocations() const;
-  // Returns every cached block to the backing allocator.
+  // Returns every idle cached block to the backing allocator (blocks kept
+  // for a stream and pending ones too: call it with no stream work in flight).
   void release_cached();
+
+  // The allocator of work launched on `stream` (see above); owned by this
+  // cache and as long-lived. Asking again for the same stream gives the same.
+  Allocator& for_stream(const Stream& stream);
+  // Work on `stream` uses `storage` (memory of this cache; other memory is
+  // ignored), which was allocated for another stream or for none: when freed,
+  // the block waits for what `stream` has been given by then.
+  void record_use(const Storage& storage, Stream& stream);
+  // `stream` is going away with all its work done: the blocks kept for it
+  // become idle, and uses recorded on it are forgotten.
+  void forget_stream(const Stream& stream);
+  // Freed blocks still waiting for another stream's work.
+  int64_t pending_blocks() const;
 
   // The bin a request of `bytes` rounds up to.
   static size_t bin_size(size_t bytes);
 
  private:
+  class StreamAllocator;
+  struct Pending {
+    const Stream* owner = nullptr;  // the stream it is kept for; nullptr: anyone's
+    size_t bin = 0;
+    void* block = nullptr;
+    std::vector<std::shared_ptr<Event>> events;  // of the other streams that used it
+  };
+  using FreeKey = std::pair<const Stream*, size_t>;  // (stream kept for, or nullptr; bin)
+
+  void* take(const Stream* owner, size_t bytes, size_t alignment);
+  void give_back(const Stream* owner, void* ptr, size_t bytes);
+  void* pop_free(const Stream* owner, size_t bin);  // with mutex_ held
+  bool collect_pending();                           // with mutex_ held; true when a block became free
+
   Allocator& backing_;
   AllocationCounters counters_;
   mutable std::mutex mutex_;
-  std::map<size_t, std::vector<void*>> free_;  // bin size -> blocks
+  std::map<FreeKey, std::vector<void*>> free_;
+  std::unordered_map<void*, std::vector<Stream*>> uses_;  // by block: the other streams that used it
+  std::vector<Pending> pending_;
+  std::map<const Stream*, std::unique_ptr<StreamAllocator>> stream_allocators_;
   int64_t cached_bytes_ = 0;
   int64_t cache_hits_ = 0;
   int64_t system_allocations_ = 0;

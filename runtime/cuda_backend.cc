@@ -143,6 +143,7 @@ class CudaStream final : public Stream {
   Device device() const override { return device_; }
   StreamId id() const override { return id_; }
   void* native_handle() const override { return stream_; }
+  bool runs_ahead() const override { return true; }
   cudaStream_t handle() const { return stream_; }
   const std::string& where() const { return where_; }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -28,6 +29,10 @@ struct Session::RunState {
   std::vector<size_t> cursor;                          // by stream (mutex_)
   std::shared_ptr<const MemoryPlan> memory;            // the memory plan for this run's feeds
   std::vector<std::shared_ptr<Storage>> arenas;        // by arena of `memory`
+  // By step, for steps on streams that run ahead: the event of their device
+  // work, which steps on other streams wait on. Empty in plans without such streams.
+  std::vector<std::shared_ptr<Event>> events;
+  std::atomic<bool> ran_ahead{false};                  // a step left device work running
   int completed = 0;                                   // mutex_
   int in_flight = 0;                                   // queued or running steps (mutex_)
   int attached_streams = 0;                            // mutex_
@@ -165,8 +170,15 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
   }
 
   const Schedule& schedule = plan_->schedule();
+  const char* sync_steps = std::getenv("WEIR_SYNC_STEPS");
+  wait_for_each_step_ = options_.wait_for_each_step || (sync_steps != nullptr && std::string(sync_steps) == "1");
+  backend_runs_ahead_.assign(backends_.size(), false);
   for (const StreamInfo& stream : schedule.streams) {
-    streams_.push_back(&backends_[plan_->device_index(stream.device)]->stream(stream.id));
+    const int device = plan_->device_index(stream.device);
+    streams_.push_back(&backends_[device]->stream(stream.id));
+    const bool ahead = streams_.back()->runs_ahead();
+    stream_allocators_.push_back(ahead ? &allocators_[device]->for_stream(*streams_.back()) : nullptr);
+    if (ahead) backend_runs_ahead_[device] = true;
   }
   // Before any thread starts: a mismatch throws out of the constructor.
   if (options_.world) {
@@ -203,6 +215,24 @@ Session::~Session() {
   compute_cv_.notify_all();
   for (auto& cv : stream_cv_) cv->notify_all();
   for (std::thread& thread : threads_) thread.join();
+  // The devices' streams go with the backends: their work must be done and
+  // the caches must forget them first (a later stream may get the address).
+  try {
+    synchronize_devices();
+  } catch (...) {
+    // Nothing is thrown from a destructor; what failed was reported by the run.
+  }
+  for (size_t s = 0; s < streams_.size(); ++s) {
+    if (stream_allocators_[s] != nullptr) {
+      allocators_[plan_->device_index(plan_->schedule().streams[s].device)]->forget_stream(*streams_[s]);
+    }
+  }
+}
+
+void Session::synchronize_devices() const {
+  for (size_t d = 0; d < backends_.size(); ++d) {
+    if (backend_runs_ahead_[d]) backends_[d]->synchronize(options_.step_timeout);
+  }
 }
 
 void Session::make_communicators() {
@@ -319,6 +349,9 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
   run.uses_left.reset(new std::atomic<int>[release_after_uses_.size()]);
   for (size_t i = 0; i < release_after_uses_.size(); ++i) run.uses_left[i] = release_after_uses_[i];
   run.ready.assign(num_steps, 0);
+  if (std::find(backend_runs_ahead_.begin(), backend_runs_ahead_.end(), true) != backend_runs_ahead_.end()) {
+    run.events.resize(num_steps);
+  }
   run.cursor.assign(schedule.streams.size(), 0);
   run.memory = memory_for(feeds);
   for (const DeviceArena& arena : run.memory->arenas) {
@@ -348,6 +381,26 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
         continue;
       }
       compute_cv_.wait(lock);
+    }
+  }
+  if (run.ran_ahead) {
+    // The device work the steps left running: done before the outputs are
+    // read and before this run's memory goes back (failed or not).
+    try {
+      synchronize_devices();
+    } catch (const Error& e) {
+      if (!run.failed) {
+        run.failed = true;
+        run.error = std::make_exception_ptr(
+            Error(e.kind(), "the run's device work failed: " + e.message() +
+                                " (steps ran ahead of the device, so the node is not known: set WEIR_SYNC_STEPS=1 "
+                                "to wait for each step and name it)"));
+      }
+    } catch (...) {
+      if (!run.failed) {
+        run.failed = true;
+        run.error = std::current_exception();
+      }
     }
   }
   if (run.failed) {
@@ -421,8 +474,12 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   inputs.reserve(input_indices.size());
   for (int index : input_indices) inputs.push_back(index >= 0 ? run.values[index] : Tensor());
   Backend& backend = *backends_[device];
-  Allocator& allocator = backend.allocator();
+  Allocator* stream_allocator = stream_allocators_[s.stream];
+  Allocator& allocator = stream_allocator != nullptr ? *stream_allocator : backend.allocator();
   Stream& stream = *streams_[s.stream];
+  // Steps of streams that run ahead are not waited for (unless asked to, or
+  // profiled: the profile is of device times).
+  const bool run_ahead = stream_allocator != nullptr && !wait_for_each_step_ && run.options->profiler == nullptr;
   KernelContext ctx(node, std::move(inputs), allocator);
   ctx.set_stream(&stream);
   ctx.set_backend(&backend);
@@ -441,7 +498,25 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   Profiler* profiler = run.options->profiler;
   int64_t start = profiler != nullptr ? profiler->now_ns() : 0;
   OpKernel& kernel = plan_->kernel(step);
-  stream.launch([&kernel, &ctx] { kernel.compute(ctx); })->synchronize(options_.step_timeout, node.name());
+  if (!run.events.empty()) {
+    // What other streams' predecessors left running: waited for by this
+    // stream (on the device, or by the host for a host stream). A
+    // predecessor on this stream is ordered by the stream itself.
+    for (int before : s.predecessors) {
+      const std::shared_ptr<Event>& event = run.events[static_cast<size_t>(before)];
+      if (event && plan_->schedule().steps[before].stream != s.stream) stream.wait(event);
+    }
+  }
+  std::shared_ptr<Event> done = stream.launch([&kernel, &ctx] { kernel.compute(ctx); });
+  if (run_ahead) {
+    // A failed launch comes back as a completed event carrying the error;
+    // device work that is still running is waited for at the run's end.
+    if (done->query()) done->synchronize(options_.step_timeout, node.name());
+    run.events[static_cast<size_t>(step)] = std::move(done);
+    run.ran_ahead = true;
+  } else {
+    done->synchronize(options_.step_timeout, node.name());
+  }
   int64_t end = profiler != nullptr ? profiler->now_ns() : 0;
 
   int64_t bytes = 0;
@@ -470,6 +545,19 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   if (profiler != nullptr) {
     const StreamInfo& info = plan_->schedule().streams[s.stream];
     profiler->record({node.name(), node.op_type(), devices_[device].to_string(), info.name, track, start, end - start, bytes});
+  }
+  if (run_ahead) {
+    // Memory this step's device work uses that is not its stream's own
+    // stays out of reuse, once freed, until the stream has got past it.
+    CachingAllocator& cache = *allocators_[static_cast<size_t>(device)];
+    auto mark = [&](const Tensor& tensor) {
+      const std::shared_ptr<Storage>& storage = tensor.storage();
+      if (storage && storage->allocator() != stream_allocator) cache.record_use(*storage, stream);
+    };
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (ctx.has_input(i)) mark(ctx.input(i));
+    }
+    for (size_t o = 0; o < ctx.num_outputs(); ++o) mark(ctx.output(o));
   }
   // Drop this step's dead inputs, and outputs nobody reads.
   for (int index : input_indices) {

@@ -35,7 +35,12 @@
 // its backend stream (StreamInfo::id), with that stream in its
 // KernelContext, and is complete when the stream's event says so, not when
 // the kernel's compute() returns: a backend whose streams run work later (a
-// GPU's) needs no change here.
+// GPU's) needs no change here. Steps on a stream that runs ahead (a GPU's)
+// are not waited for: a step waits on its predecessors of other streams
+// through the device (Stream::wait on their events), its memory comes from
+// its stream's face of the caching allocator (for_stream), tensors it shares
+// with other streams are marked (record_use), and the run synchronizes its
+// devices once before returning its outputs (see wait_for_each_step).
 //
 // Memory comes from the process's caching allocator of each device
 // (device_caching_allocator), so returned tensors outlive the session; the
@@ -99,6 +104,15 @@ struct SessionOptions {
   // ranks (see above). The plan must then have one device, of the type of
   // the world's device.
   std::shared_ptr<World> world;
+  // Wait for each step's device work before the next step starts. Without
+  // it a GPU's steps run ahead: the host launches each as soon as its
+  // predecessors are launched, the device runs them in stream order, and
+  // the run waits once, at its end (so a device fault is reported for the
+  // run, not a node). Set it (or WEIR_SYNC_STEPS=1) to find the node a
+  // device fault comes from; a run with a profiler waits for each step too,
+  // so the profile holds device times. Host (CPU) steps always finish in
+  // their launch.
+  bool wait_for_each_step = false;
   // The client of the parameter servers this worker trains with (graph-runner
   // ps-server; distributed/ps/grpc_parameter_client.h); unset: the graph's
   // parameter-server ops fail naming their table.
@@ -168,6 +182,9 @@ class Session {
   // Makes the blocked collectives of every rank fail with `reason`.
   void abort_collectives(const std::string& reason);
   int rank_of_step(const ScheduleStep& step) const;
+  // Waits (within the step timeout) for the device work of every backend
+  // whose streams run ahead.
+  void synchronize_devices() const;
   void make_ready(RunState& run, int step);  // with mutex_ held
   void execute(RunState& run, int step);
   void run_step(RunState& run, int step, const std::string& track);
@@ -203,6 +220,10 @@ class Session {
   std::vector<CachingAllocator*> allocators_;                  // by plan device index
   std::vector<std::unique_ptr<Backend>> backends_;             // by plan device index
   std::vector<Stream*> streams_;                               // by schedule stream: its backend stream
+  std::vector<Allocator*> stream_allocators_;                  // by schedule stream: its face of the device's
+                                                               // cache when the stream runs ahead, else nullptr
+  std::vector<bool> backend_runs_ahead_;                       // by plan device index: a stream of it runs ahead
+  bool wait_for_each_step_ = false;
   std::vector<std::shared_ptr<Communicator>> communicators_;   // by plan device index; empty without collectives
   std::vector<Tensor> state_;                                  // by plan value index; persistent values only
   std::vector<Tensor> constants_;                              // by plan value index; constants, where they are read

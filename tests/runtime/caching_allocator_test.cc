@@ -1,8 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
 
+#include "core/stream.h"
+#include "core/tensor.h"
 #include "runtime/caching_allocator.h"
 
 namespace weir {
@@ -62,6 +68,114 @@ TEST(CachingAllocator, ConcurrentUseKeepsCountsExact) {
   EXPECT_EQ(cache.stats().bytes_in_use, 0);
   EXPECT_EQ(cache.stats().num_allocations, 2000);
   EXPECT_LE(cache.system_allocations(), 4);  // every request fits the 512-byte bin
+}
+
+// A stream for the allocator's bookkeeping: record() hands out events the
+// test completes by hand, as a device would get past them.
+class ManualEvent final : public Event {
+ public:
+  bool query() const override { return done; }
+  void synchronize(std::chrono::milliseconds, const std::string&) const override {}
+  bool done = false;
+};
+
+class ManualStream final : public Stream {
+ public:
+  Device device() const override { return Device::cpu(); }
+  StreamId id() const override { return {}; }
+  bool runs_ahead() const override { return true; }
+  std::shared_ptr<Event> launch(std::function<void()> work) override {
+    work();
+    return record();
+  }
+  std::shared_ptr<Event> record() override {
+    recorded.push_back(std::make_shared<ManualEvent>());
+    return recorded.back();
+  }
+  void wait(std::shared_ptr<Event>) override {}
+  std::vector<std::shared_ptr<ManualEvent>> recorded;
+};
+
+TEST(CachingAllocatorStreams, AStreamsFreedBlockGoesBackToThatStreamAlone) {
+  CpuAllocator host;
+  CachingAllocator cache(host);
+  ManualStream compute, comm;
+  Allocator& on_compute = cache.for_stream(compute);
+  Allocator& on_comm = cache.for_stream(comm);
+  EXPECT_EQ(&cache.for_stream(compute), &on_compute) << "one face per stream";
+  EXPECT_EQ(on_compute.device(), cache.device());
+  void* a = on_compute.allocate(1000);
+  on_compute.deallocate(a, 1000);
+  EXPECT_EQ(cache.cached_bytes(), 1024);
+  void* for_comm = on_comm.allocate(1000);
+  void* for_anyone = cache.allocate(1000);
+  EXPECT_NE(for_comm, a) << "compute's work may still use it";
+  EXPECT_NE(for_anyone, a);
+  EXPECT_EQ(on_compute.allocate(1000), a) << "compute's later work runs after the old";
+  on_compute.deallocate(a, 1000);
+  // Idle blocks (freed through the cache itself) go to any stream.
+  cache.deallocate(for_anyone, 1000);
+  EXPECT_EQ(on_comm.allocate(1000), for_anyone);
+  on_comm.deallocate(for_anyone, 1000);
+  on_comm.deallocate(for_comm, 1000);
+  // Statistics are the cache's, whichever face counts.
+  EXPECT_EQ(cache.stats().bytes_in_use, 0);
+  EXPECT_EQ(on_comm.stats().num_allocations, cache.stats().num_allocations);
+  // A stream that goes away leaves its blocks idle, for anyone.
+  cache.forget_stream(compute);
+  EXPECT_EQ(cache.allocate(1000), a);
+  cache.deallocate(a, 1000);
+  cache.release_cached();
+  EXPECT_EQ(host.stats().bytes_in_use, 0);
+}
+
+TEST(CachingAllocatorStreams, ABlockAnotherStreamUsedWaitsForThatStreamsEvent) {
+  CpuAllocator host;
+  CachingAllocator cache(host);
+  ManualStream compute, comm;
+  Allocator& on_compute = cache.for_stream(compute);
+  {
+    Tensor gradient = Tensor::uninitialized(DType::kFloat32, {256}, on_compute);
+    void* block = gradient.raw_data();
+    cache.record_use(*gradient.storage(), comm);     // an AllReduce on comm reads it
+    cache.record_use(*gradient.storage(), compute);  // its own stream: nothing to wait for
+    cache.record_use(*gradient.storage(), comm);     // once is enough
+    gradient = Tensor();
+    ASSERT_EQ(comm.recorded.size(), 1u) << "the free recorded where comm had got to";
+    EXPECT_TRUE(compute.recorded.empty());
+    EXPECT_EQ(cache.pending_blocks(), 1);
+    EXPECT_EQ(cache.cached_bytes(), 1024);
+    EXPECT_NE(on_compute.allocate(1024), block) << "comm may still read it";
+    comm.recorded[0]->done = true;
+    EXPECT_EQ(on_compute.allocate(1024), block) << "comm has got past it";
+    EXPECT_EQ(cache.pending_blocks(), 0);
+  }
+  // Idle memory used by a stream (a feed, a parameter) waits the same way.
+  Tensor parameter = Tensor::uninitialized(DType::kFloat32, {1000}, cache);
+  void* block = parameter.raw_data();
+  cache.record_use(*parameter.storage(), compute);
+  parameter = Tensor();
+  EXPECT_NE(cache.allocate(4000), block);
+  compute.recorded.back()->done = true;
+  EXPECT_EQ(cache.allocate(4000), block);
+  // Memory of another allocator is not this cache's to track.
+  Tensor elsewhere = Tensor::uninitialized(DType::kFloat32, {16}, host);
+  cache.record_use(*elsewhere.storage(), comm);
+  const size_t recorded = comm.recorded.size();
+  elsewhere = Tensor();
+  EXPECT_EQ(comm.recorded.size(), recorded);
+}
+
+TEST(CachingAllocatorStreams, UsesOnAForgottenStreamAreDropped) {
+  CpuAllocator host;
+  CachingAllocator cache(host);
+  ManualStream compute, comm;
+  Tensor kept = Tensor::uninitialized(DType::kFloat32, {64}, cache.for_stream(compute));
+  cache.record_use(*kept.storage(), comm);
+  cache.forget_stream(comm);  // its work is done and it goes away
+  kept = Tensor();
+  EXPECT_TRUE(comm.recorded.empty()) << "nothing is recorded on a stream that is gone";
+  EXPECT_EQ(cache.pending_blocks(), 0);
 }
 
 }  // namespace

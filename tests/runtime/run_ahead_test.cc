@@ -1,0 +1,276 @@
+// Steps that run ahead of the device (a GPU's): the session launches each
+// step without waiting for its device work, so on the fake GPU of
+// tests/run_ahead_host_backend.h, whose kernels here enqueue their
+// arithmetic to run later on the stream's thread:
+//   - the host has launched a chain before the device has done it, and the
+//     results equal the CPU's; with wait_for_each_step it waits for each;
+//   - a step on another stream reads its input only once the producer's
+//     device work is done (the stream waits on the producer's event);
+//   - memory another stream's device work still reads is not given to a
+//     new output when the host frees it (record_use), while a stream's own
+//     memory is reused at once, run after run;
+//   - a device fault is reported at the run's end, saying how to find the
+//     node; waiting for each step names it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "core/error.h"
+#include "core/type_inference.h"
+#include "ops/register_ops.h"
+#include "runtime/caching_allocator.h"
+#include "runtime/session.h"
+#include "tests/run_ahead_host_backend.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace weir {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::error_of;
+using testing::random_tensor;
+using testing::RunAheadHostBackend;
+using testing::RunAheadStream;
+
+// What the fake device's kernels do beyond their op, by node name prefix:
+// "slow_" device work sleeps before it reads its inputs; "after_free_" host
+// part waits until the device's cache holds a freed block before it
+// allocates its output; "fault_" device work fails.
+struct Behaviour {
+  bool slow = false;
+  bool after_free = false;
+  bool fault = false;
+  explicit Behaviour(const Node& node)
+      : slow(node.name().starts_with("slow_")), after_free(node.name().starts_with("after_free_")),
+        fault(node.name().starts_with("fault_")) {}
+};
+
+std::atomic<int64_t> device_work_done_at_last_launch{-1};
+std::atomic<bool> after_free_saw_a_free{false};
+
+// Neg and Add of f32 tensors of equal sizes, as a GPU kernel computes them:
+// the host part allocates the output and enqueues the arithmetic with raw
+// pointers; the stream's thread does it later.
+class DeferredKernel final : public OpKernel {
+ public:
+  explicit DeferredKernel(const Node& node) : behaviour_(node), add_(node.op_type() == "Add") {}
+
+  void compute(KernelContext& ctx) override {
+    auto* stream = static_cast<RunAheadStream*>(ctx.stream()->native_handle());
+    device_work_done_at_last_launch = stream->device_work_done();
+    const Tensor& x = ctx.input(0);
+    if (add_ && ctx.input(1).sizes() != x.sizes()) ctx.fail("the fake device's Add does not broadcast");
+    if (behaviour_.after_free) {
+      auto& cache = device_caching_allocator(ctx.allocator().device());
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
+      while (cache.cached_bytes() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+      after_free_saw_a_free = cache.cached_bytes() > 0;
+    }
+    Tensor& y = ctx.allocate_output(0, DType::kFloat32, x.sizes(), KernelContext::Fill::kUninitialized);
+    const float* a = x.data<float>();
+    const float* b = add_ ? ctx.input(1).data<float>() : nullptr;
+    float* out = y.data<float>();
+    const int64_t n = x.num_elements();
+    const Behaviour behaviour = behaviour_;
+    stream->enqueue([a, b, out, n, behaviour] {
+      if (behaviour.fault) throw Error(ErrorKind::kDevice, "an illegal memory access was encountered");
+      if (behaviour.slow) std::this_thread::sleep_for(50ms);
+      for (int64_t i = 0; i < n; ++i) out[i] = b != nullptr ? a[i] + b[i] : -a[i];
+    });
+  }
+
+ private:
+  Behaviour behaviour_;
+  bool add_;
+};
+
+// A fake GPU of its own per test (the device caches are process-wide).
+struct FakeGpu {
+  Device device;
+  KernelRegistry kernels;
+  RunAheadHostBackend* backend = nullptr;  // the last session's
+
+  explicit FakeGpu(int index) : device{DeviceType::kCuda, index} {
+    for (const char* op : {"Neg", "Add"}) {
+      kernels.add(op, DeviceType::kCuda, {DType::kFloat32},
+                  [](const Node& node) { return std::make_unique<DeferredKernel>(node); });
+    }
+  }
+  std::shared_ptr<const Plan> compile_here(const Graph& g) const {
+    CompileOptions options;
+    options.default_device = device;
+    options.kernels = &kernels;
+    options.plan_memory = false;
+    return compile(g, options);
+  }
+  SessionOptions session_options() {
+    // Host memory under the device's name; never destroyed (tensors outlive the test).
+    static auto* memory = new std::map<int, CpuAllocator*>();
+    static std::mutex mutex;
+    CpuAllocator* mine = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      CpuAllocator*& entry = (*memory)[device.index];
+      if (entry == nullptr) entry = new CpuAllocator(device);
+      mine = entry;
+    }
+    SessionOptions options;
+    options.device_memory = [mine](const Device&) -> Allocator& { return *mine; };
+    options.make_backend = [this](const Device& d, Allocator& allocator) {
+      auto made = std::make_unique<RunAheadHostBackend>(d, allocator);
+      backend = made.get();
+      return made;
+    };
+    return options;
+  }
+};
+
+Value* neg(Graph& g, Value* x, const std::string& name, const std::string& stream = "") {
+  Node* node = g.add_node("Neg", {x}, 1, {}, name);
+  if (!stream.empty()) node->set_stream(stream);
+  return node->output(0);
+}
+
+TEST(RunAhead, TheHostLaunchesAChainBeforeTheDeviceHasDoneItAndTheResultsAreTheCpus) {
+  Graph g("chain");
+  Value* v = g.add_input("x", {DType::kFloat32, Shape{1000}});
+  for (int i = 0; i < 6; ++i) v = neg(g, v, "slow_" + std::to_string(i));
+  v = g.add_node("Add", {v, g.inputs()[0]}, 1, {}, "last")->output(0);
+  g.add_output(v);
+  infer_graph_types(g, default_op_registry());
+  Tensor x = random_tensor({1000}, 3);
+  const std::vector<Tensor> expected = Session(compile(g)).run({{"x", x}});
+
+  FakeGpu gpu(40);
+  std::shared_ptr<const Plan> plan = gpu.compile_here(g);
+  Session session(plan, gpu.session_options());
+  ASSERT_NE(gpu.backend, nullptr);
+  const RunAheadStream& compute = gpu.backend->run_ahead_stream({StreamKind::kCompute, 0});
+  for (int run = 0; run < 2; ++run) {
+    const int64_t before = compute.device_work_done();
+    std::vector<Tensor> got = session.run({{"x", x}});
+    EXPECT_TRUE(got[0].bitwise_equal(expected[0])) << "run " << run;
+    // Each of the six slow steps takes 50 ms on the device; the host
+    // launched the last step long before they were done.
+    EXPECT_LT(device_work_done_at_last_launch.load() - before, 3) << "run " << run;
+  }
+  SessionOptions waiting = gpu.session_options();
+  waiting.wait_for_each_step = true;
+  Session one_by_one(plan, waiting);
+  EXPECT_TRUE(one_by_one.run({{"x", x}})[0].bitwise_equal(expected[0]));
+  EXPECT_GE(device_work_done_at_last_launch.load(), 6) << "the device had done each step before the next";
+}
+
+TEST(RunAhead, AStepOnAnotherStreamReadsItsInputOnlyOnceTheProducerHasWrittenIt) {
+  Graph g("two_streams");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{512}});
+  Value* a = neg(g, x, "slow_a");           // compute: written 50 ms after its launch
+  g.add_output(neg(g, a, "b", "side"));     // its own stream: would read a at once
+  infer_graph_types(g, default_op_registry());
+  Tensor x_value = random_tensor({512}, 5);
+  FakeGpu gpu(41);
+  Session session(gpu.compile_here(g), gpu.session_options());
+  for (int run = 0; run < 3; ++run) {
+    Tensor b = session.run({{"x", x_value}})[0];
+    EXPECT_TRUE(b.bitwise_equal(x_value)) << "run " << run << ": b = -(-x)";
+  }
+  ASSERT_NE(gpu.backend, nullptr);
+  EXPECT_GE(gpu.backend->waits(), 3) << "the side stream waited on the compute stream's event, on the device";
+}
+
+TEST(RunAhead, MemoryAnotherStreamStillReadsIsNotGivenToANewOutput) {
+  // a is read by slow_b on its own stream, which reads it 50 ms after its
+  // launch. The host frees a once slow_b is launched; after_free_d then
+  // allocates an output of a's size on the compute stream, whose device
+  // work writes it at once. Were a's block d's, slow_b would read 2x.
+  Graph g("reuse");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{4096}});
+  Value* a = neg(g, x, "a");
+  g.add_output(neg(g, a, "slow_b", "side"));
+  g.add_output(g.add_node("Add", {x, x}, 1, {}, "after_free_d")->output(0));
+  infer_graph_types(g, default_op_registry());
+  Tensor x_value = random_tensor({4096}, 7);
+  const std::vector<Tensor> expected = Session(compile(g)).run({{"x", x_value}});
+  FakeGpu gpu(42);
+  Session session(gpu.compile_here(g), gpu.session_options());
+  after_free_saw_a_free = false;
+  std::vector<Tensor> got = session.run({{"x", x_value}});
+  ASSERT_TRUE(after_free_saw_a_free.load()) << "a was not freed while slow_b ran: the test shows nothing";
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].bitwise_equal(expected[0])) << "slow_b read memory given to after_free_d";
+  EXPECT_TRUE(got[1].bitwise_equal(expected[1]));
+}
+
+TEST(RunAhead, MemoryAStreamFreesIsNotGivenToAnotherStream) {
+  // a is produced and read on the compute stream only; slow_b reads it 50
+  // ms after its launch. The host frees a once slow_b is launched, and
+  // after_free_d on another stream then allocates an output of a's size,
+  // which its device work writes at once: a's block must stay the compute
+  // stream's until its work has got past slow_b.
+  Graph g("streams_own");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{4096}});
+  g.add_output(neg(g, neg(g, x, "a"), "slow_b"));
+  Node* d = g.add_node("Add", {x, x}, 1, {}, "after_free_d");
+  d->set_stream("side");
+  g.add_output(d->output(0));
+  infer_graph_types(g, default_op_registry());
+  Tensor x_value = random_tensor({4096}, 8);
+  const std::vector<Tensor> expected = Session(compile(g)).run({{"x", x_value}});
+  FakeGpu gpu(45);
+  Session session(gpu.compile_here(g), gpu.session_options());
+  after_free_saw_a_free = false;
+  std::vector<Tensor> got = session.run({{"x", x_value}});
+  ASSERT_TRUE(after_free_saw_a_free.load()) << "a was not freed while slow_b ran: the test shows nothing";
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].bitwise_equal(expected[0])) << "slow_b read memory given to after_free_d";
+  EXPECT_TRUE(got[1].bitwise_equal(expected[1]));
+}
+
+TEST(RunAhead, AStreamsOwnMemoryIsReusedRunAfterRun) {
+  Graph g("chain");
+  Value* v = g.add_input("x", {DType::kFloat32, Shape{2048}});
+  for (int i = 0; i < 8; ++i) v = neg(g, v, "n" + std::to_string(i));
+  g.add_output(v);
+  infer_graph_types(g, default_op_registry());
+  Tensor x = random_tensor({2048}, 9);
+  FakeGpu gpu(43);
+  Session session(gpu.compile_here(g), gpu.session_options());
+  CachingAllocator& cache = device_caching_allocator(gpu.device);
+  session.run({{"x", x}});
+  session.run({{"x", x}});
+  const int64_t system = cache.system_allocations();
+  for (int run = 0; run < 3; ++run) EXPECT_TRUE(session.run({{"x", x}})[0].bitwise_equal(x));
+  EXPECT_EQ(cache.system_allocations(), system) << "later runs take the blocks earlier runs freed";
+  // Within a run, a freed block goes to the next output of its stream:
+  // two blocks serve the chain of eight.
+  EXPECT_LE(session.memory_stats(gpu.device).stats.peak_bytes - 2048 * 4, 3 * 8192);
+}
+
+TEST(RunAhead, ADeviceFaultIsReportedAtTheRunsEndAndWaitingForEachStepNamesTheNode) {
+  Graph g("fault");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{64}});
+  g.add_output(neg(g, neg(g, neg(g, x, "first"), "fault_second"), "third"));
+  infer_graph_types(g, default_op_registry());
+  Tensor x_value = random_tensor({64}, 11);
+  FakeGpu gpu(44);
+  std::shared_ptr<const Plan> plan = gpu.compile_here(g);
+  {
+    Session session(plan, gpu.session_options());
+    std::string error = error_of([&] { session.run({{"x", x_value}}); });
+    EXPECT_NE(error.find("the run's device work failed"), std::string::npos) << error;
+    EXPECT_NE(error.find("illegal memory access"), std::string::npos) << error;
+    EXPECT_NE(error.find("WEIR_SYNC_STEPS=1"), std::string::npos) << error;
+  }
+  SessionOptions waiting = gpu.session_options();
+  waiting.wait_for_each_step = true;
+  Session session(plan, waiting);
+  std::string error = error_of([&] { session.run({{"x", x_value}}); });
+  EXPECT_NE(error.find("fault_second"), std::string::npos) << error;
+  EXPECT_NE(error.find("illegal memory access"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace weir

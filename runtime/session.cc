@@ -384,6 +384,14 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
     }
   }
   if (run.ran_ahead) {
+    // Every value but the outputs goes first: a block held back for another
+    // stream's work then has its event recorded before the synchronize
+    // below, which completes it too, so the next run takes the block back
+    // instead of asking the device for more.
+    std::vector<Tensor> kept;
+    for (const Value* output : graph.outputs()) kept.push_back(run.values[plan_->value_index(output)]);
+    std::fill(run.values.begin(), run.values.end(), Tensor());
+    for (size_t i = 0; i < kept.size(); ++i) run.values[plan_->value_index(graph.outputs()[i])] = std::move(kept[i]);
     // The device work the steps left running: done before the outputs are
     // read and before this run's memory goes back (failed or not).
     try {

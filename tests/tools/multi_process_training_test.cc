@@ -137,14 +137,19 @@ struct Background {
   pid_t pid = -1;
   std::filesystem::path output;
 
+  // `command` is one simple command (a launch), which the shell execs: the
+  // process waited for is then the launcher itself, which ends only after
+  // its ranks have (a shell of its own could end first, and the ranks go
+  // on writing into a directory the test is removing).
   Background(const std::string& command, std::filesystem::path file) : output(std::move(file)) {
+    const std::string exec_command = "exec " + command;
     pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
       int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
-      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::execl("/bin/sh", "sh", "-c", exec_command.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
   }

@@ -115,21 +115,24 @@ struct Evaluation {
   int64_t examples = 0;
 };
 
-Evaluation evaluate(const SparseModelTraining& options, const Session& trained, const TrainingGraph& step,
-                    const std::vector<Tensor>& test) {
+// On parameter servers the model is read through `tables`: the servers'
+// client, not a communicator's dense copies or a Geo-SGD client's rows,
+// which need not hold the other workers' last pushes.
+Evaluation evaluate(const SparseModelTraining& options, const std::shared_ptr<ParameterClient>& tables,
+                    const Session& trained, const TrainingGraph& step, const std::vector<Tensor>& test) {
   const int64_t count = test.front().sizes()[0];
   const int64_t batch = std::min(options.eval_batch, count);
   if (batch < 1) return {};
   SparseModelGraph model = build_sparse_model(options, batch);
   SessionOptions session_options;
   session_options.inter_op_threads = options.inter_op_threads;
-  session_options.parameter_client = options.client;
+  session_options.parameter_client = tables;
   Session eval(compile(*model.graph), session_options);
   if (on_parameter_servers(options)) {
     for (const ParameterTableConfig& table : step.parameter_tables) {
       if (table.sparse) continue;
       Tensor values = eval.state(table.name);  // shares the session's memory
-      options.client->pull_dense(table.name, values.data<float>(), table.width, 0);
+      tables->pull_dense(table.name, values.data<float>(), table.width, 0);
     }
   } else {
     copy_state(trained, eval);
@@ -364,7 +367,7 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     if (session == nullptr && !on_servers) {
       throw Error(ErrorKind::kUnsupported, "evaluating a local model trained by several threads is not supported");
     }
-    Evaluation evaluation = evaluate(options, *session, step, *test);
+    Evaluation evaluation = evaluate(options, options.servers ? options.servers : options.client, *session, step, *test);
     result.test_auc = evaluation.auc;
     result.test_loss = evaluation.loss;
     result.test_examples = evaluation.examples;

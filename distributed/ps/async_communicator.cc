@@ -326,17 +326,36 @@ class AsyncCommunicator::Impl {
     throw_if_failed_locked();
     TableState& t = table_locked(table, sparse, width);
     const auto capacity = static_cast<size_t>(options_.send_queue_size);
-    if (t.queue.size() >= capacity) {
-      const bool room = changed_.wait_until(lock, Clock::now() + options_.timeout,
-                                            [&] { return error_.has_value() || t.queue.size() < capacity; });
+    // Both waits release the lock: after either, the queue and the push's
+    // period are looked at again (another trainer thread may have pushed).
+    while (true) {
+      if (t.queue.size() >= capacity) {
+        const bool room = changed_.wait_until(lock, Clock::now() + options_.timeout,
+                                              [&] { return error_.has_value() || t.queue.size() < capacity; });
+        throw_if_failed_locked();
+        if (!room) {
+          throw Error(ErrorKind::kCommunication, "async communicator: the send queue of table '" + table +
+                                                     "' stayed full (" + std::to_string(capacity) + " pushes) for " +
+                                                     seconds_text(options_.timeout) + "; " + sender_status_locked());
+        }
+      }
+      push.period = options_.half_async ? pushes_queued_ / options_.max_merge_var_num : 0;
+      if (push.period <= barriers_passed_ + 1) break;
+      // Half-async: the trainer waits for barrier r, so it runs at most one
+      // period past the last barrier. Stopped by full queues alone, it would
+      // compute send_queue_size steps past what the servers hold (the
+      // barriers slow the sender down): staler than async, by however far
+      // the scheduler let the sender fall behind.
+      const int64_t r = push.period - 2;
+      const bool passed = changed_.wait_until(lock, Clock::now() + options_.timeout,
+                                              [&] { return error_.has_value() || barriers_passed_ > r; });
       throw_if_failed_locked();
-      if (!room) {
-        throw Error(ErrorKind::kCommunication, "async communicator: the send queue of table '" + table + "' stayed full (" +
-                                                   std::to_string(capacity) + " pushes) for " +
-                                                   seconds_text(options_.timeout) + "; " + sender_status_locked());
+      if (!passed) {
+        throw Error(ErrorKind::kCommunication, "async communicator: a push to table '" + table + "' waited " +
+                                                   seconds_text(options_.timeout) + " for " + barrier_name(r) + "; " +
+                                                   sender_status_locked());
       }
     }
-    push.period = options_.half_async ? pushes_queued_ / options_.max_merge_var_num : 0;
     push.queued_at = Clock::now();
     t.queue.push_back(std::move(push));
     ++t.queued;

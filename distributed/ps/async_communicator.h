@@ -26,8 +26,8 @@
 //
 // Errors of the background threads (a dead server) are kept, and every
 // later call except bytes_pushed/num_servers/description throws them
-// (same kind and message). Waits on the trainer's side (a full queue,
-// flush, the half-async barrier seen through them) end by `timeout`.
+// (same kind and message). Waits on the trainer's side (a full queue, the
+// half-async barrier, flush) end by `timeout`.
 //
 // What it does not do: it does not order pushes of different tables, it
 // does not apply a worker's own pushes to its dense copies (they appear
@@ -66,6 +66,10 @@ struct AsyncCommunicatorOptions {
 // a merged push never mixes periods, and no push of period p + 1 is sent
 // before barrier p, which every worker enters once all of its pushes of
 // period p were acknowledged and it has a push of period p + 1 to send.
+// The trainer waits too: a push of period p + 2 blocks in push_* until
+// barrier p is passed, so the trainer computes at most one period past the
+// last barrier (Paddle's half-async trainers wait at the barrier); full
+// queues alone would let it run send_queue_size steps past the servers.
 // Counting pushes (the trainer's sends), not RPCs, keeps the number of
 // barriers the same on workers that push equally often, however their
 // pushes happen to merge, so no worker waits at a barrier the others never

@@ -465,6 +465,63 @@ TEST(AsyncCommunicator, HalfAsyncWorkersStayWithinOneBarrierOfEachOther) {
   EXPECT_EQ(w, (std::vector<float>{-20.0f, -30.0f}));
 }
 
+// Half-async, a barrier every 2 pushes and room for 16 in the queue: while
+// worker 1 stalls, worker 0's trainer waits at the barrier, not at a full
+// queue (it would compute 16 steps past the servers): it queues the 2
+// pushes of the period after barrier 0, and its 5th push blocks. Throughout,
+// no worker has queued more than the periods of its last barrier and the
+// next.
+TEST(AsyncCommunicator, AHalfAsyncTrainerWaitsAtTheBarrierWithRoomInItsQueue) {
+  Servers servers(1);
+  auto options_of = [](int worker) {
+    AsyncCommunicatorOptions options;
+    options.send_queue_size = 16;
+    options.max_merge_var_num = 2;
+    options.send_wait = 1ms;
+    options.half_async = true;
+    options.workers = 2;
+    options.worker = worker;
+    options.timeout = 20s;
+    return options;
+  };
+  const std::vector<std::shared_ptr<AsyncCommunicator>> comms = {communicator(servers.client(0), options_of(0)),
+                                                                 communicator(servers.client(1), options_of(1))};
+  for (const auto& comm : comms) comm->create_table(dense_table("w", 2));
+  constexpr int kPushes = 10;
+  auto train = [&](int worker) {
+    const std::vector<float> grad = {1.0f, static_cast<float>(worker + 1)};
+    for (int i = 0; i < kPushes; ++i) comms[static_cast<size_t>(worker)]->push_dense("w", grad.data(), 2, 1.0f, 0);
+    comms[static_cast<size_t>(worker)]->flush();
+  };
+  auto first = std::async(std::launch::async, train, 0);
+  EXPECT_EQ(first.wait_for(500ms), std::future_status::timeout) << "worker 0 waits for worker 1";
+  EXPECT_EQ(comms[0]->barriers_passed(), 0);
+  EXPECT_EQ(comms[0]->pushes_queued(), 4) << "the pushes of periods 0 and 1 queued, the 5th waits for barrier 0";
+  auto second = std::async(std::launch::async, train, 1);
+  int violations = 0;
+  const auto start = Clock::now();
+  while ((first.wait_for(0ms) != std::future_status::ready || second.wait_for(0ms) != std::future_status::ready) &&
+         Clock::now() - start < 30s) {
+    for (const auto& comm : comms) {
+      // Queued first, so that a barrier passed in between can only
+      // understate the excess.
+      const int64_t queued = comm->pushes_queued();
+      if (queued > (comm->barriers_passed() + 2) * 2) ++violations;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  first.get();
+  second.get();
+  EXPECT_EQ(violations, 0);
+  EXPECT_EQ(comms[0]->barriers_passed(), 4);
+  EXPECT_EQ(comms[1]->barriers_passed(), 4);
+  auto reader = servers.client();
+  reader->create_table(dense_table("w", 2));
+  std::vector<float> w(2);
+  reader->pull_dense("w", w.data(), 2, 0);
+  EXPECT_EQ(w, (std::vector<float>{-20.0f, -30.0f}));
+}
+
 // A half-async worker whose peer never comes fails at the barrier (the
 // servers' wait limit), and the next call says so.
 TEST(AsyncCommunicator, AHalfAsyncBarrierNobodyElseReachesIsAnErrorNamingIt) {

@@ -8,20 +8,23 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/dropout_device.h"
 #include "ops/cuda/element_types.h"
+#include "ops/cuda/host_input.h"
 #include "ops/nn/dropout.h"
 
 namespace weir {
 
 namespace {
 
-// Input `index` as a double (`fallback` when absent), read on the host.
+// Input `index` as a double (`fallback` when absent), read on the host:
+// a graph constant's own host tensor (the usual ratio and training_mode),
+// so the step neither copies nor waits for the device.
 double scalar_of(const KernelContext& ctx, size_t index, double fallback, const char* what) {
   return dropout_scalar(ctx, index, fallback, what,
-                        [&](const Tensor& t, const char* name) { return cuda::host_copy(ctx, t, name); });
+                        [&](const Tensor&, const char* name) { return cuda::host_input(ctx, index, name); });
 }
 
 double checked_ratio(const KernelContext& ctx, size_t index) {
-  return dropout_ratio(ctx, index, [&](const Tensor& t, const char* name) { return cuda::host_copy(ctx, t, name); });
+  return dropout_ratio(ctx, index, [&](const Tensor&, const char* name) { return cuda::host_input(ctx, index, name); });
 }
 
 class DropoutCudaKernel final : public OpKernel {

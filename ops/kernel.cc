@@ -59,8 +59,22 @@ const Tensor& KernelContext::output(size_t index) const {
   return outputs_[index];
 }
 
-void KernelContext::fail(const std::string& message) const {
-  throw Error(ErrorKind::kShape, node_.op_type() + " '" + node_.name() + "': " + message).with_node(node_.name());
+void KernelContext::fail(const std::string& message) const { fail_node(node_, message); }
+
+void fail_node(const Node& node, const std::string& message) {
+  throw Error(ErrorKind::kShape, node.op_type() + " '" + node.name() + "': " + message).with_node(node.name());
+}
+
+void KernelContext::check_when_done(DeviceCheck check) {
+  if (device_checks_ != nullptr) {
+    device_checks_->push_back(std::move(check));
+    return;
+  }
+  if (stream_ != nullptr) {
+    stream_->record()->synchronize(std::chrono::minutes(1),
+                                   node_.op_type() + " '" + node_.name() + "' finishing the work its check reads");
+  }
+  check();
 }
 
 namespace {

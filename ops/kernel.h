@@ -118,6 +118,17 @@ class KernelContext {
   // Throws weir::Error(kShape) "<op> '<node>': <message>", naming the node.
   [[noreturn]] void fail(const std::string& message) const;
 
+  // A check of what this step's device work found (a Gather index out of
+  // range, a label outside the classes), made once that work is done; it
+  // throws as compute() does (fail_node). A runtime whose steps run ahead
+  // of the device makes it after the run's device work, before run()
+  // returns, so the step need not wait; one that waits for each step makes
+  // it after the step. Without a runtime that takes checks, the step's
+  // stream is synchronized and the check is made at once.
+  using DeviceCheck = std::function<void()>;
+  void check_when_done(DeviceCheck check);
+  void set_device_checks(std::vector<DeviceCheck>* checks) { device_checks_ = checks; }
+
  private:
   const Node& node_;
   std::vector<Tensor> inputs_;
@@ -130,7 +141,11 @@ class KernelContext {
   Stream* stream_ = nullptr;
   std::optional<uint64_t> rng_counter_;
   std::vector<PlannedBuffer> planned_;
+  std::vector<DeviceCheck>* device_checks_ = nullptr;
 };
+
+// KernelContext::fail for code that no longer has the context (a device check).
+[[noreturn]] void fail_node(const Node& node, const std::string& message);
 
 // A constant input a kernel reordered into its library's own layout (oneDNN's
 // blocked or Winograd weights), as a compiled plan file stores it.

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
 
 #include "core/error.h"
 #include "core/type_inference.h"
@@ -33,6 +35,9 @@ struct Session::RunState {
   // work, which steps on other streams wait on. Empty in plans without such streams.
   std::vector<std::shared_ptr<Event>> events;
   std::atomic<bool> ran_ahead{false};                  // a step left device work running
+  // The device checks of steps that ran ahead (KernelContext::check_when_done), by step.
+  std::mutex checks_mutex;
+  std::vector<std::pair<int, KernelContext::DeviceCheck>> device_checks;
   int completed = 0;                                   // mutex_
   int in_flight = 0;                                   // queued or running steps (mutex_)
   int attached_streams = 0;                            // mutex_
@@ -410,6 +415,21 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
         run.error = std::current_exception();
       }
     }
+    // What the steps' device work found, in step order: the first failing
+    // check fails the run, naming its node.
+    std::stable_sort(run.device_checks.begin(), run.device_checks.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [step, check] : run.device_checks) {
+      if (run.failed) break;
+      try {
+        check();
+      } catch (...) {
+        const ScheduleStep& s = schedule.steps[static_cast<size_t>(step)];
+        run.failed = true;
+        run.error = std::make_exception_ptr(
+            located(std::current_exception(), *s.node, devices_[static_cast<size_t>(s.device_index)], rank_of_step(s)));
+      }
+    }
   }
   if (run.failed) {
     if (!communicators_.empty() && !options_.world) make_communicators();  // the old group was aborted
@@ -489,6 +509,8 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   // profiled: the profile is of device times).
   const bool run_ahead = stream_allocator != nullptr && !wait_for_each_step_ && run.options->profiler == nullptr;
   KernelContext ctx(node, std::move(inputs), allocator);
+  std::vector<KernelContext::DeviceCheck> checks;
+  ctx.set_device_checks(&checks);
   ctx.set_stream(&stream);
   ctx.set_backend(&backend);
   if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get(), options_.collective_timeout);
@@ -522,8 +544,13 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
     if (done->query()) done->synchronize(options_.step_timeout, node.name());
     run.events[static_cast<size_t>(step)] = std::move(done);
     run.ran_ahead = true;
+    if (!checks.empty()) {
+      std::lock_guard<std::mutex> lock(run.checks_mutex);
+      for (KernelContext::DeviceCheck& check : checks) run.device_checks.emplace_back(step, std::move(check));
+    }
   } else {
     done->synchronize(options_.step_timeout, node.name());
+    for (const KernelContext::DeviceCheck& check : checks) check();
   }
   int64_t end = profiler != nullptr ? profiler->now_ns() : 0;
 

@@ -58,4 +58,35 @@ Tensor host_copy(const KernelContext& ctx, const Tensor& tensor, const char* wha
   return host;
 }
 
+std::vector<int64_t> read_device_integers(int device, const void* data, int64_t count, bool wide, const Node& node) {
+  std::vector<int64_t> values(static_cast<size_t>(count));
+  if (count == 0) return values;
+  std::vector<int32_t> narrow(wide ? 0 : static_cast<size_t>(count));
+  void* host = wide ? static_cast<void*>(values.data()) : static_cast<void*>(narrow.data());
+  const size_t bytes = static_cast<size_t>(count) * (wide ? sizeof(int64_t) : sizeof(int32_t));
+  // A plain copy: the work that wrote the values is done (the check runs
+  // after it), and Weir's streams do not wait on the default stream.
+  cudaError_t status = cudaSetDevice(device);
+  if (status == cudaSuccess) status = cudaMemcpy(host, data, bytes, cudaMemcpyDeviceToHost);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(ErrorKind::kDevice, node.op_type() + " '" + node.name() + "': reading what its device work found failed: " +
+                                        cudaGetErrorName(status) + ": " + cudaGetErrorString(status))
+        .with_node(node.name());
+  }
+  if (!wide) {
+    for (int64_t i = 0; i < count; ++i) values[static_cast<size_t>(i)] = narrow[static_cast<size_t>(i)];
+  }
+  return values;
+}
+
+void check_device_values(KernelContext& ctx, Tensor values, std::function<void(const std::vector<int64_t>&)> check) {
+  require_on_device(ctx, values, "a device check's values");
+  if (values.dtype() != DType::kInt64) ctx.fail("a device check reads i64 values, got " + values.type_string());
+  const Node& node = ctx.node();  // the plan's: it outlives the run
+  ctx.check_when_done([&node, values = std::move(values), check = std::move(check)] {
+    check(read_device_integers(values.device().index, values.raw_data(), values.num_elements(), true, node));
+  });
+}
+
 }  // namespace weir::cuda

@@ -15,6 +15,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "core/tensor.h"
 #include "ops/kernel.h"
@@ -36,5 +38,15 @@ int to_int(const KernelContext& ctx, int64_t value, const char* what);
 // to the device, so read inputs this way only where the value decides what
 // to launch.
 Tensor host_copy(const KernelContext& ctx, const Tensor& tensor, const char* what);
+
+// What a kernel's device work found, checked without the step waiting for
+// it: `values`, a small i64 device tensor the work writes (kept alive by
+// the check), is read back once the work is done and handed to `check`,
+// which fails with fail_node (KernelContext::check_when_done).
+void check_device_values(KernelContext& ctx, Tensor values, std::function<void(const std::vector<int64_t>&)> check);
+// `count` integers (i64, or i32 when !wide) at `data` in the memory of GPU
+// `device`, on the host; for a check, when the work that wrote them is
+// done. A failed copy fails naming `node`.
+std::vector<int64_t> read_device_integers(int device, const void* data, int64_t count, bool wide, const Node& node);
 
 }  // namespace weir::cuda

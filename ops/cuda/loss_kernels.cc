@@ -58,13 +58,15 @@ cuda::ClassLossProblem read_problem(const KernelContext& ctx, const Tensor& scor
 }
 
 // The first position with a label outside [0, C), as the launch recorded it
-// in `bad_label` on the device: the CPU kernel's error.
-void check_labels(const KernelContext& ctx, const Tensor& bad_label, int64_t classes) {
-  const Tensor host = cuda::host_copy(ctx, bad_label, "the label check");
-  const int64_t position = host.data<int64_t>()[0];
-  if (position == std::numeric_limits<int64_t>::max()) return;
-  ctx.fail("label " + std::to_string(host.data<int64_t>()[1]) + " at position " + std::to_string(position) +
-           " is outside [0, " + std::to_string(classes) + ")");
+// in `bad_label` on the device: the CPU kernel's error, found once the
+// device work is done (the step does not wait for it).
+void check_labels(KernelContext& ctx, const Tensor& bad_label, int64_t classes) {
+  const Node& node = ctx.node();
+  cuda::check_device_values(ctx, bad_label, [&node, classes](const std::vector<int64_t>& found) {
+    if (found[0] == std::numeric_limits<int64_t>::max()) return;
+    fail_node(node, "label " + std::to_string(found[1]) + " at position " + std::to_string(found[0]) + " is outside [0, " +
+                        std::to_string(classes) + ")");
+  });
 }
 
 // Two i64 on the device for the label check, kept across runs.

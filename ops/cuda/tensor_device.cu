@@ -124,7 +124,7 @@ __global__ void transpose_tiled_kernel(const Word* src, Word* dst, int64_t batch
 
 template <typename Word, typename IndexT>
 __global__ void gather_kernel(const Word* data, const IndexT* indices, Word* out, int64_t along, int64_t count,
-                              int64_t row, int64_t total) {
+                              int64_t row, int64_t total, unsigned long long* first_bad) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
     const int64_t k = e % row, rest = e / row;
@@ -132,7 +132,11 @@ __global__ void gather_kernel(const Word* data, const IndexT* indices, Word* out
     int64_t index = static_cast<int64_t>(indices[i]);
     if (index < 0) index += along;
     Word value{};
-    if (index >= 0 && index < along) value = data[(o * along + index) * row + k];
+    if (index >= 0 && index < along) {
+      value = data[(o * along + index) * row + k];
+    } else if (o == 0 && k == 0) {  // one thread per position reports it
+      atomicMin(first_bad, static_cast<unsigned long long>(i));
+    }
     out[e] = value;
   }
 }
@@ -275,17 +279,21 @@ void launch_transpose_tiled(size_t word_size, const void* src, void* dst, int64_
 }
 
 void launch_gather(size_t word_size, const void* data, const void* indices, bool indices_are_i64, void* out,
-                   int64_t outer, int64_t along, int64_t count, int64_t row_words, cudaStream_t stream) {
+                   int64_t outer, int64_t along, int64_t count, int64_t row_words, int64_t* first_bad,
+                   cudaStream_t stream) {
   const int64_t total = outer * count * row_words;
+  // All bits set: -1 as an i64, above every position as the unsigned the atomic takes.
+  auto* bad = reinterpret_cast<unsigned long long*>(first_bad);
+  if (cudaMemsetAsync(bad, 0xFF, sizeof(*bad), stream) != cudaSuccess) return;  // the caller's launch check reports it
   with_word(word_size, [&]<typename Word>() {
     const auto* in = static_cast<const Word*>(data);
     auto* result = static_cast<Word*>(out);
     if (indices_are_i64) {
       gather_kernel<Word, int64_t><<<blocks_for(total), kThreads, 0, stream>>>(
-          in, static_cast<const int64_t*>(indices), result, along, count, row_words, total);
+          in, static_cast<const int64_t*>(indices), result, along, count, row_words, total, bad);
     } else {
       gather_kernel<Word, int32_t><<<blocks_for(total), kThreads, 0, stream>>>(
-          in, static_cast<const int32_t*>(indices), result, along, count, row_words, total);
+          in, static_cast<const int32_t*>(indices), result, along, count, row_words, total, bad);
     }
   });
 }

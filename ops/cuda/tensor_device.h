@@ -41,9 +41,12 @@ void launch_transpose_tiled(size_t word_size, const void* src, void* dst, int64_
 // i < count, k < row_words (a row in words of `word_size`: 1, 2, 4, 8 or 16
 // bytes). Negative indices count from the back; an index outside
 // [-along, along) gives a row of zero bytes (the kernel never reads outside
-// `data`). outer * count * row_words > 0.
+// `data`), and the smallest such position i is left in `first_bad` (which
+// the launch sets to -1 first; it stays -1 when every index is in range).
+// outer * count * row_words > 0.
 void launch_gather(size_t word_size, const void* data, const void* indices, bool indices_are_i64, void* out,
-                   int64_t outer, int64_t along, int64_t count, int64_t row_words, cudaStream_t stream);
+                   int64_t outer, int64_t along, int64_t count, int64_t row_words, int64_t* first_bad,
+                   cudaStream_t stream);
 
 // The element types of the gradients (which add): every numeric dtype.
 enum class AddType { kF32, kF64, kF16, kBF16, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64 };

@@ -19,9 +19,11 @@
 namespace weir {
 namespace {
 
+using testing::error_on;
 using testing::expect_outputs_same_as_cpu;
 using testing::expect_same_as_cpu;
 using testing::Tolerance;
+using testing::without_location;
 
 class IndexingOnBackend : public testing::OnBackend {};
 
@@ -134,6 +136,23 @@ TEST_P(IndexingOnBackend, GatherMatchesTheCpu) {
   std::vector<int64_t> tokens(4096);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int64_t>((i * 7919) % 1000);
   expect_same_as_cpu(GetParam(), "Gather", {table, Tensor::from_vector<int64_t>(tokens, {8, 512})}, {}, Tolerance{}, "embedding");
+}
+
+// An index out of range fails the run with the CPU's message, naming the
+// first such index, though the step ran ahead and its check came after the
+// device work.
+TEST_P(IndexingOnBackend, GatherFailsOnAnIndexOutOfRangeAsTheCpu) {
+  Tensor data = testing::random_tensor(DType::kFloat32, {4, 8}, 210);
+  for (const Tensor& indices : {Tensor::from_vector<int64_t>({1, 7, -9, 4, 2, 5}, {2, 3}),
+                                Tensor::from_vector<int32_t>({0, 3, 5, -5, 1, 6}, {6})}) {
+    for (int64_t axis : {0, 1}) {
+      if (axis == 1 && indices.dtype() == DType::kInt32) continue;
+      const std::string cpu = without_location(error_on(Device::cpu(), "Gather", {data, indices}, {{"axis", Attribute(axis)}}));
+      ASSERT_NE(cpu.find("is out of range"), std::string::npos) << cpu;
+      EXPECT_EQ(without_location(error_on(GetParam(), "Gather", {data, indices}, {{"axis", Attribute(axis)}})), cpu)
+          << indices.type_string() << " axis " << axis;
+    }
+  }
 }
 
 TEST_P(IndexingOnBackend, GatherGradAddsRepeatedIndicesInTheCpusOrder) {

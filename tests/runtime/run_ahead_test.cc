@@ -38,14 +38,16 @@ using testing::RunAheadStream;
 // What the fake device's kernels do beyond their op, by node name prefix:
 // "slow_" device work sleeps before it reads its inputs; "after_free_" host
 // part waits until the device's cache holds a freed block before it
-// allocates its output; "fault_" device work fails.
+// allocates its output; "fault_" device work fails; "checked_" device work
+// counts the negative inputs, and a device check fails when there are any.
 struct Behaviour {
   bool slow = false;
   bool after_free = false;
   bool fault = false;
+  bool checked = false;
   explicit Behaviour(const Node& node)
-      : slow(node.name().starts_with("slow_")), after_free(node.name().starts_with("after_free_")),
-        fault(node.name().starts_with("fault_")) {}
+      : slow(node.name().find("slow_") != std::string::npos), after_free(node.name().starts_with("after_free_")),
+        fault(node.name().starts_with("fault_")), checked(node.name().starts_with("checked_")) {}
 };
 
 std::atomic<int64_t> device_work_done_at_last_launch{-1};
@@ -75,16 +77,30 @@ class DeferredKernel final : public OpKernel {
     float* out = y.data<float>();
     const int64_t n = x.num_elements();
     const Behaviour behaviour = behaviour_;
-    stream->enqueue([a, b, out, n, behaviour] {
+    if (behaviour.checked && !negatives_.defined()) negatives_ = Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator());
+    int64_t* negatives = behaviour.checked ? negatives_.data<int64_t>() : nullptr;
+    stream->enqueue([a, b, out, n, behaviour, negatives] {
       if (behaviour.fault) throw Error(ErrorKind::kDevice, "an illegal memory access was encountered");
       if (behaviour.slow) std::this_thread::sleep_for(50ms);
-      for (int64_t i = 0; i < n; ++i) out[i] = b != nullptr ? a[i] + b[i] : -a[i];
+      if (negatives != nullptr) *negatives = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        if (negatives != nullptr && a[i] < 0) ++*negatives;
+        out[i] = b != nullptr ? a[i] + b[i] : -a[i];
+      }
     });
+    if (behaviour.checked) {
+      const Node& node = ctx.node();
+      ctx.check_when_done([&node, counted = negatives_] {
+        const int64_t found = counted.data<int64_t>()[0];
+        if (found > 0) fail_node(node, "found " + std::to_string(found) + " negative inputs");
+      });
+    }
   }
 
  private:
   Behaviour behaviour_;
   bool add_;
+  Tensor negatives_;  // written by the device work, read by the check
 };
 
 // A fake GPU of its own per test (the device caches are process-wide).
@@ -270,6 +286,39 @@ TEST(RunAhead, ADeviceFaultIsReportedAtTheRunsEndAndWaitingForEachStepNamesTheNo
   std::string error = error_of([&] { session.run({{"x", x_value}}); });
   EXPECT_NE(error.find("fault_second"), std::string::npos) << error;
   EXPECT_NE(error.find("illegal memory access"), std::string::npos) << error;
+}
+
+TEST(RunAhead, DeviceChecksAreMadeOnceTheWorkIsDoneAndNameTheirNode) {
+  // checked_slow_b's device work counts x's negatives 50 ms after its
+  // launch; a check made when the step was launched would find none.
+  Graph g("checked");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{32}});
+  g.add_output(neg(g, neg(g, x, "checked_slow_b"), "c"));
+  infer_graph_types(g, default_op_registry());
+  Tensor some_negative = random_tensor({32}, 13);
+  std::vector<float> positive(32, 0.5f);
+  FakeGpu gpu(46);
+  std::shared_ptr<const Plan> plan = gpu.compile_here(g);
+  for (bool wait : {false, true}) {
+    SessionOptions options = gpu.session_options();
+    options.wait_for_each_step = wait;
+    Session session(plan, options);
+    const std::string error = error_of([&] { session.run({{"x", some_negative}}); });
+    EXPECT_NE(error.find("node 'checked_slow_b'"), std::string::npos) << error;
+    EXPECT_NE(error.find("negative inputs (Neg on cuda:46)"), std::string::npos) << error;
+    Tensor fine = Tensor::from_vector<float>(positive, {32});
+    EXPECT_TRUE(session.run({{"x", fine}})[0].bitwise_equal(fine)) << "wait " << wait << ": the session stays usable";
+  }
+  // Run without a runtime that takes checks, the kernel's stream is
+  // synchronized and the check made at once.
+  SessionOptions options = gpu.session_options();
+  Session holder(plan, options);  // makes the backend and its streams
+  RunAheadStream& stream = gpu.backend->run_ahead_stream({StreamKind::kCompute, 0});
+  DeferredKernel kernel(*plan->graph().find_node("checked_slow_b"));
+  KernelContext ctx(*plan->graph().find_node("checked_slow_b"), {some_negative}, cpu_allocator());
+  ctx.set_stream(&stream);
+  const std::string error = error_of([&] { kernel.compute(ctx); });
+  EXPECT_NE(error.find("Neg 'checked_slow_b': found"), std::string::npos) << error;
 }
 
 }  // namespace

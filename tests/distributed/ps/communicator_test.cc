@@ -414,28 +414,47 @@ TEST(AsyncCommunicator, ADeadServerFailsTheNextCallNamingItAndDestructionDoesNot
 // worker 0 sends its first 2 pushes, waits at barrier 0 and its pushes
 // block once its queue is full; once worker 1 trains, both finish, never
 // more than one barrier apart, and the servers hold every push.
+// Worker `worker` of 2 in half-async mode, a barrier every 2 pushes and
+// room for `queue` pushes, its dense table "w" [2] created.
+std::shared_ptr<AsyncCommunicator> half_async_worker(Servers& servers, int worker, int queue) {
+  AsyncCommunicatorOptions options;
+  options.send_queue_size = queue;
+  options.max_merge_var_num = 2;
+  options.send_wait = 1ms;
+  options.half_async = true;
+  options.workers = 2;
+  options.worker = worker;
+  options.timeout = 20s;
+  std::shared_ptr<AsyncCommunicator> comm = communicator(servers.client(worker), options);
+  comm->create_table(dense_table("w", 2));
+  return comm;
+}
+
+// A worker's training: `pushes` gradients {1, worker + 1} of "w", then a flush.
+void push_gradients(AsyncCommunicator& comm, int worker, int pushes) {
+  const std::vector<float> grad = {1.0f, static_cast<float>(worker + 1)};
+  for (int i = 0; i < pushes; ++i) comm.push_dense("w", grad.data(), 2, 1.0f, 0);
+  comm.flush();
+}
+
+// Once both workers have pushed 10 gradients: 4 barriers passed each, and
+// the servers hold every push (w = -(10 * {1, 1} + 10 * {1, 2})).
+void expect_every_push_applied(Servers& servers, const std::vector<std::shared_ptr<AsyncCommunicator>>& comms) {
+  EXPECT_EQ(comms[0]->barriers_passed(), 4);
+  EXPECT_EQ(comms[1]->barriers_passed(), 4);
+  auto reader = servers.client();
+  reader->create_table(dense_table("w", 2));
+  std::vector<float> w(2);
+  reader->pull_dense("w", w.data(), 2, 0);
+  EXPECT_EQ(w, (std::vector<float>{-20.0f, -30.0f}));
+}
+
 TEST(AsyncCommunicator, HalfAsyncWorkersStayWithinOneBarrierOfEachOther) {
   Servers servers(2);
-  auto options_of = [](int worker) {
-    AsyncCommunicatorOptions options;
-    options.send_queue_size = 2;
-    options.max_merge_var_num = 2;
-    options.send_wait = 1ms;
-    options.half_async = true;
-    options.workers = 2;
-    options.worker = worker;
-    options.timeout = 20s;
-    return options;
-  };
-  const std::vector<std::shared_ptr<AsyncCommunicator>> comms = {communicator(servers.client(0), options_of(0)),
-                                                                 communicator(servers.client(1), options_of(1))};
-  for (const auto& comm : comms) comm->create_table(dense_table("w", 2));
+  const std::vector<std::shared_ptr<AsyncCommunicator>> comms = {half_async_worker(servers, 0, 2),
+                                                                 half_async_worker(servers, 1, 2)};
   constexpr int kPushes = 10;
-  auto train = [&](int worker) {
-    const std::vector<float> grad = {1.0f, static_cast<float>(worker + 1)};
-    for (int i = 0; i < kPushes; ++i) comms[static_cast<size_t>(worker)]->push_dense("w", grad.data(), 2, 1.0f, 0);
-    comms[static_cast<size_t>(worker)]->flush();
-  };
+  auto train = [&](int worker) { push_gradients(*comms[static_cast<size_t>(worker)], worker, kPushes); };
   auto first = std::async(std::launch::async, train, 0);
   EXPECT_EQ(first.wait_for(500ms), std::future_status::timeout) << "worker 0 waits for worker 1";
   EXPECT_EQ(comms[0]->barriers_passed(), 0);
@@ -456,13 +475,7 @@ TEST(AsyncCommunicator, HalfAsyncWorkersStayWithinOneBarrierOfEachOther) {
   first.get();
   second.get();
   EXPECT_EQ(violations, 0);
-  EXPECT_EQ(comms[0]->barriers_passed(), 4);
-  EXPECT_EQ(comms[1]->barriers_passed(), 4);
-  auto reader = servers.client();
-  reader->create_table(dense_table("w", 2));
-  std::vector<float> w(2);
-  reader->pull_dense("w", w.data(), 2, 0);
-  EXPECT_EQ(w, (std::vector<float>{-20.0f, -30.0f}));
+  expect_every_push_applied(servers, comms);
 }
 
 // Half-async, a barrier every 2 pushes and room for 16 in the queue: while
@@ -473,26 +486,10 @@ TEST(AsyncCommunicator, HalfAsyncWorkersStayWithinOneBarrierOfEachOther) {
 // next.
 TEST(AsyncCommunicator, AHalfAsyncTrainerWaitsAtTheBarrierWithRoomInItsQueue) {
   Servers servers(1);
-  auto options_of = [](int worker) {
-    AsyncCommunicatorOptions options;
-    options.send_queue_size = 16;
-    options.max_merge_var_num = 2;
-    options.send_wait = 1ms;
-    options.half_async = true;
-    options.workers = 2;
-    options.worker = worker;
-    options.timeout = 20s;
-    return options;
-  };
-  const std::vector<std::shared_ptr<AsyncCommunicator>> comms = {communicator(servers.client(0), options_of(0)),
-                                                                 communicator(servers.client(1), options_of(1))};
-  for (const auto& comm : comms) comm->create_table(dense_table("w", 2));
+  const std::vector<std::shared_ptr<AsyncCommunicator>> comms = {half_async_worker(servers, 0, 16),
+                                                                 half_async_worker(servers, 1, 16)};
   constexpr int kPushes = 10;
-  auto train = [&](int worker) {
-    const std::vector<float> grad = {1.0f, static_cast<float>(worker + 1)};
-    for (int i = 0; i < kPushes; ++i) comms[static_cast<size_t>(worker)]->push_dense("w", grad.data(), 2, 1.0f, 0);
-    comms[static_cast<size_t>(worker)]->flush();
-  };
+  auto train = [&](int worker) { push_gradients(*comms[static_cast<size_t>(worker)], worker, kPushes); };
   auto first = std::async(std::launch::async, train, 0);
   EXPECT_EQ(first.wait_for(500ms), std::future_status::timeout) << "worker 0 waits for worker 1";
   EXPECT_EQ(comms[0]->barriers_passed(), 0);
@@ -513,13 +510,7 @@ TEST(AsyncCommunicator, AHalfAsyncTrainerWaitsAtTheBarrierWithRoomInItsQueue) {
   first.get();
   second.get();
   EXPECT_EQ(violations, 0);
-  EXPECT_EQ(comms[0]->barriers_passed(), 4);
-  EXPECT_EQ(comms[1]->barriers_passed(), 4);
-  auto reader = servers.client();
-  reader->create_table(dense_table("w", 2));
-  std::vector<float> w(2);
-  reader->pull_dense("w", w.data(), 2, 0);
-  EXPECT_EQ(w, (std::vector<float>{-20.0f, -30.0f}));
+  expect_every_push_applied(servers, comms);
 }
 
 // A half-async worker whose peer never comes fails at the barrier (the

@@ -541,7 +541,17 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   if (run_ahead) {
     // A failed launch comes back as a completed event carrying the error;
     // device work that is still running is waited for at the run's end.
-    if (done->query()) done->synchronize(options_.step_timeout, node.name());
+    // A device fault seen here may be an earlier step's (a GPU's faults
+    // stay), so it says how to find the step it came from.
+    try {
+      if (done->query()) done->synchronize(options_.step_timeout, node.name());
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kDevice) throw;
+      Error hinted(e.kind(), e.message() + " (steps run ahead of the device, so the fault may be an earlier step's: set "
+                                           "WEIR_SYNC_STEPS=1 to wait for each step and find it)");
+      if (!e.node().empty()) hinted.with_node(e.node());
+      throw hinted;
+    }
     run.events[static_cast<size_t>(step)] = std::move(done);
     run.ran_ahead = true;
     if (!checks.empty()) {

@@ -181,17 +181,18 @@ class GatherCudaKernel final : public OpKernel {
     cuda::require_on_device(ctx, indices, "indices");
     const int64_t row_bytes = span(ds, static_cast<size_t>(axis) + 1, ds.size()) * static_cast<int64_t>(dtype_size(data.dtype()));
     const size_t word = row_word(row_bytes, data.raw_data(), out.raw_data());
-    // Kept across runs: a later run's launch enqueues after this one's check has read it.
-    if (!first_bad_.defined()) first_bad_ = Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator());
+    // The launch's own: its check reads it after the run, when another
+    // run's launch could have reset a shared one.
+    Tensor first_bad = Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator());
     const int64_t along = ds[static_cast<size_t>(axis)];
     cuda::launch_gather(word, data.raw_data(), indices.raw_data(), wide, out.raw_data(), span(ds, 0, static_cast<size_t>(axis)),
                         along, indices.num_elements(), row_bytes / static_cast<int64_t>(word),
-                        first_bad_.data<int64_t>(), stream);
+                        first_bad.data<int64_t>(), stream);
     cuda::check_launch(ctx, "gather_kernel");
     // An index out of range fails as on the CPU, naming the first one, once
     // the device work is done (the indices are kept until then).
     const Node& node = ctx.node();
-    cuda::check_device_values(ctx, first_bad_, [&node, indices, wide, along](const std::vector<int64_t>& found) {
+    cuda::check_device_values(ctx, first_bad, [&node, indices, wide, along](const std::vector<int64_t>& found) {
       if (found[0] < 0) return;
       const size_t width = wide ? sizeof(int64_t) : sizeof(int32_t);
       const int64_t value = cuda::read_device_integers(indices.device().index,
@@ -200,9 +201,6 @@ class GatherCudaKernel final : public OpKernel {
       fail_node(node, "index " + std::to_string(value) + " is out of range for an axis of size " + std::to_string(along));
     });
   }
-
- private:
-  Tensor first_bad_;
 };
 
 std::optional<cuda::AddType> add_type(DType dtype) {

@@ -69,11 +69,10 @@ void check_labels(KernelContext& ctx, const Tensor& bad_label, int64_t classes) 
   });
 }
 
-// Two i64 on the device for the label check, kept across runs.
-int64_t* bad_label_of(KernelContext& ctx, Tensor& bad_label) {
-  if (!bad_label.defined()) bad_label = Tensor::uninitialized(DType::kInt64, {2}, ctx.allocator());
-  return bad_label.data<int64_t>();
-}
+// Two i64 on the device for the label check: a launch's own, since its
+// check reads them after the run, when another run's launch may have reset
+// a buffer they shared.
+Tensor bad_label_of(KernelContext& ctx) { return Tensor::uninitialized(DType::kInt64, {2}, ctx.allocator()); }
 
 template <bool kSoftmax>
 class ClassLossCudaKernel final : public OpKernel {
@@ -92,14 +91,15 @@ class ClassLossCudaKernel final : public OpKernel {
       log_prob = ctx.allocate_output(1, scores.dtype(), scores.sizes(), KernelContext::Fill::kUninitialized).raw_data();
     }
     double* workspace = workspace_of(ctx, workspace_, cuda::class_loss_workspace_doubles(problem));
-    cuda::launch_class_loss(kSoftmax, problem, loss.raw_data(), log_prob, workspace, bad_label_of(ctx, bad_label_), stream);
+    Tensor bad_label = bad_label_of(ctx);
+    cuda::launch_class_loss(kSoftmax, problem, loss.raw_data(), log_prob, workspace, bad_label.data<int64_t>(), stream);
     cuda::check_launch(ctx, kSoftmax ? "softmax_cross_entropy_loss" : "negative_log_likelihood_loss");
-    check_labels(ctx, bad_label_, problem.c);
+    check_labels(ctx, bad_label, problem.c);
   }
 
  private:
   LossReduction reduction_;
-  Tensor workspace_, bad_label_;
+  Tensor workspace_;
 };
 
 // Inputs (dY, reference, labels[, weights]), as the CPU's ClassLossGradKernel.
@@ -118,14 +118,15 @@ class ClassLossGradCudaKernel final : public OpKernel {
     cuda::require_on_device(ctx, dy, "dY");
     Tensor& dx = ctx.allocate_output(0, reference.dtype(), reference.sizes(), KernelContext::Fill::kUninitialized);
     double* workspace = workspace_of(ctx, workspace_, 1);
-    cuda::launch_class_loss_grad(kSoftmax, problem, dy.raw_data(), dx.raw_data(), workspace, bad_label_of(ctx, bad_label_), stream);
+    Tensor bad_label = bad_label_of(ctx);
+    cuda::launch_class_loss_grad(kSoftmax, problem, dy.raw_data(), dx.raw_data(), workspace, bad_label.data<int64_t>(), stream);
     cuda::check_launch(ctx, kSoftmax ? "softmax_cross_entropy_loss_grad" : "negative_log_likelihood_loss_grad");
-    check_labels(ctx, bad_label_, problem.c);
+    check_labels(ctx, bad_label, problem.c);
   }
 
  private:
   LossReduction reduction_;
-  Tensor workspace_, bad_label_;
+  Tensor workspace_;
 };
 
 // MeanSquaredError (kGrad false) and its backward op (kGrad true).

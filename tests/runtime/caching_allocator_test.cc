@@ -145,25 +145,34 @@ TEST(CachingAllocatorStreams, ABlockAnotherStreamUsedWaitsForThatStreamsEvent) {
     EXPECT_TRUE(compute.recorded.empty());
     EXPECT_EQ(cache.pending_blocks(), 1);
     EXPECT_EQ(cache.cached_bytes(), 1024);
-    EXPECT_NE(on_compute.allocate(1024), block) << "comm may still read it";
+    void* fresh = on_compute.allocate(1024);
+    EXPECT_NE(fresh, block) << "comm may still read it";
     comm.recorded[0]->done = true;
-    EXPECT_EQ(on_compute.allocate(1024), block) << "comm has got past it";
+    void* again = on_compute.allocate(1024);
+    EXPECT_EQ(again, block) << "comm has got past it";
     EXPECT_EQ(cache.pending_blocks(), 0);
+    on_compute.deallocate(fresh, 1024);
+    on_compute.deallocate(again, 1024);
   }
   // Idle memory used by a stream (a feed, a parameter) waits the same way.
   Tensor parameter = Tensor::uninitialized(DType::kFloat32, {1000}, cache);
   void* block = parameter.raw_data();
   cache.record_use(*parameter.storage(), compute);
   parameter = Tensor();
-  EXPECT_NE(cache.allocate(4000), block);
+  void* fresh = cache.allocate(4000);
+  EXPECT_NE(fresh, block);
   compute.recorded.back()->done = true;
-  EXPECT_EQ(cache.allocate(4000), block);
+  void* again = cache.allocate(4000);
+  EXPECT_EQ(again, block);
+  cache.deallocate(fresh, 4000);
+  cache.deallocate(again, 4000);
   // Memory of another allocator is not this cache's to track.
   Tensor elsewhere = Tensor::uninitialized(DType::kFloat32, {16}, host);
   cache.record_use(*elsewhere.storage(), comm);
   const size_t recorded = comm.recorded.size();
   elsewhere = Tensor();
   EXPECT_EQ(comm.recorded.size(), recorded);
+  EXPECT_EQ(cache.stats().bytes_in_use, 0);
 }
 
 TEST(CachingAllocatorStreams, UsesOnAForgottenStreamAreDropped) {

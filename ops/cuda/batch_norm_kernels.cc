@@ -8,6 +8,7 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/kernel_scratch.h"
+#include "ops/nn/normalization_kernels.h"
 
 namespace weir {
 
@@ -20,32 +21,13 @@ using cuda::element_type;
 double epsilon_of(const Node& node) { return node.has_attr("epsilon") ? node.attr("epsilon").f() : 1e-5; }
 bool training_of(const Node& node) { return node.has_attr("training_mode") && node.attr("training_mode").i() != 0; }
 
-// x [N, C, ...] seen as [N, C, plane].
-struct ChannelLayout {
-  int64_t batch = 0, channels = 0, plane = 0;
-};
+// X [N, C, ...] is the CPU's plan: `rows` = N runs of a `len`-element plane per channel.
+NormPlan layout_of(const KernelContext& ctx, const Tensor& x) { return normalization_plan(ctx, NormKind::kBatch, x.sizes()); }
 
-ChannelLayout layout_of(const KernelContext& ctx, const Tensor& x) {
-  if (x.rank() < 2) ctx.fail("input has shape " + format_sizes(x.sizes()) + "; expected [N, C, ...]");
-  ChannelLayout l;
-  l.batch = x.sizes()[0];
-  l.channels = x.sizes()[1];
-  l.plane = l.batch * l.channels == 0 ? 0 : x.num_elements() / (l.batch * l.channels);
-  return l;
-}
-
-// Input `index` must be [C] of X's dtype (the CPU kernel's check_param).
-void check_param(const KernelContext& ctx, const ChannelLayout& l, size_t index, const char* name) {
-  const Tensor& t = ctx.input(index);
-  if (t.num_elements() != l.channels || t.rank() != 1) {
-    ctx.fail(std::string(name) + " has shape " + format_sizes(t.sizes()) + "; expected " + std::to_string(l.channels) +
-             " values, one per channel");
-  }
-  if (t.dtype() != ctx.input(0).dtype()) {
-    ctx.fail(std::string(name) + " is " + std::string(dtype_name(t.dtype())) + "; expected " +
-             std::string(dtype_name(ctx.input(0).dtype())));
-  }
-  cuda::require_on_device(ctx, t, name);
+// Input `index` is [C] of X's dtype, as on the CPU, and on the GPU.
+void check_param(const KernelContext& ctx, const NormPlan& l, size_t index, const char* name) {
+  check_normalization_param(ctx, l, index, name);
+  cuda::require_on_device(ctx, ctx.input(index), name);
 }
 
 class BatchNormCudaKernel final : public OpKernel {
@@ -56,7 +38,7 @@ class BatchNormCudaKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    const ChannelLayout l = layout_of(ctx, x);
+    const NormPlan l = layout_of(ctx, x);
     const ElementType type = element_type(ctx, x);
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, x, "X");
@@ -72,7 +54,7 @@ class BatchNormCudaKernel final : public OpKernel {
 
     std::lock_guard<std::mutex> lock(mutex_);
     const auto channels = static_cast<size_t>(l.channels);
-    const size_t workspace = training_ ? static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.batch, l.channels, l.plane)) : 0;
+    const size_t workspace = training_ ? static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.rows, l.channels, l.len)) : 0;
     std::vector<void*> parts =
         scratch_.reserve(ctx, {channels * sizeof(double), channels * sizeof(double), channels * sizeof(float),
                                channels * sizeof(float), workspace * sizeof(double)});
@@ -80,7 +62,7 @@ class BatchNormCudaKernel final : public OpKernel {
     auto* var = static_cast<double*>(parts[1]);
     if (l.channels > 0) {
       if (training_) {
-        cuda::launch_batch_norm_stats(type, x.raw_data(), l.batch, l.channels, l.plane, mean, var,
+        cuda::launch_batch_norm_stats(type, x.raw_data(), l.rows, l.channels, l.len, mean, var,
                                       static_cast<double*>(parts[4]), stream);
         cuda::check_launch(ctx, "batch_norm_stats");
       } else {
@@ -96,7 +78,7 @@ class BatchNormCudaKernel final : public OpKernel {
       cuda::launch_batch_norm_coefficients(type, ctx.input(1).raw_data(), ctx.has_input(2) ? ctx.input(2).raw_data() : nullptr,
                                            mean, var, epsilon_, l.channels, a, b, stream);
       cuda::check_launch(ctx, "batch_norm_coefficients");
-      cuda::launch_batch_norm_apply(type, x.raw_data(), a, b, y.raw_data(), l.batch, l.channels, l.plane, stream);
+      cuda::launch_batch_norm_apply(type, x.raw_data(), a, b, y.raw_data(), l.rows, l.channels, l.len, stream);
       cuda::check_launch(ctx, "batch_norm_apply");
     }
     // running = running * momentum + batch * (1 - momentum); outside training, the inputs pass through.
@@ -129,7 +111,7 @@ class BatchNormGradCudaKernel final : public OpKernel {
     if (dy.sizes() != x.sizes()) {
       ctx.fail("dY has shape " + format_sizes(dy.sizes()) + " but X has " + format_sizes(x.sizes()));
     }
-    const ChannelLayout l = layout_of(ctx, x);
+    const NormPlan l = layout_of(ctx, x);
     const ElementType type = element_type(ctx, x);
     const Tensor& scale = ctx.input(2);
     if (scale.num_elements() != l.channels) {
@@ -163,14 +145,14 @@ class BatchNormGradCudaKernel final : public OpKernel {
 
     std::lock_guard<std::mutex> lock(mutex_);
     const auto channels = static_cast<size_t>(l.channels);
-    const auto workspace = static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.batch, l.channels, l.plane));
+    const auto workspace = static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.rows, l.channels, l.len));
     std::vector<void*> parts =
         scratch_.reserve(ctx, {channels * sizeof(double), channels * sizeof(double), workspace * sizeof(double)});
     auto* mean = static_cast<double*>(parts[0]);
     auto* var = static_cast<double*>(parts[1]);
     auto* sums = static_cast<double*>(parts[2]);
     if (training_) {
-      cuda::launch_batch_norm_stats(type, x.raw_data(), l.batch, l.channels, l.plane, mean, var, sums, stream);
+      cuda::launch_batch_norm_stats(type, x.raw_data(), l.rows, l.channels, l.len, mean, var, sums, stream);
       cuda::check_launch(ctx, "batch_norm_stats");
     } else {
       cuda::launch_to_f64(type, ctx.input(3).raw_data(), mean, l.channels, stream);
@@ -179,7 +161,7 @@ class BatchNormGradCudaKernel final : public OpKernel {
       cuda::check_launch(ctx, "to_f64 (var)");
     }
     cuda::launch_batch_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), mean, var, epsilon_, training_,
-                                 dx.raw_data(), dscale.raw_data(), dbias.raw_data(), l.batch, l.channels, l.plane, sums,
+                                 dx.raw_data(), dscale.raw_data(), dbias.raw_data(), l.rows, l.channels, l.len, sums,
                                  stream);
     cuda::check_launch(ctx, "batch_norm_grad");
   }

@@ -10,37 +10,22 @@
 #include "ops/cuda/instance_norm_device.h"
 #include "ops/cuda/kernel_scratch.h"
 #include "ops/cuda/normalization_grad_outputs.h"
+#include "ops/nn/normalization_kernels.h"
 #include "ops/node_attributes.h"
 
 namespace weir {
 
 namespace {
 
-// X [N, C, spatial...] as N * C planes of `len` elements.
-struct Planes {
-  int64_t planes = 0, channels = 0, len = 0;
-};
-
-Planes planes_of(const KernelContext& ctx, const std::vector<int64_t>& sizes) {
-  if (sizes.size() < 3) ctx.fail("input has shape " + format_sizes(sizes) + "; expected [N, C, ...]");
-  int64_t total = 1;
-  for (int64_t size : sizes) total *= size;
-  const int64_t n = sizes[0], c = sizes[1];
-  return {n * c, c, n * c == 0 ? 0 : total / (n * c)};
+// X [N, C, spatial...] is the CPU's plan: a group per (N, C) plane of `len` elements.
+NormPlan planes_of(const KernelContext& ctx, const std::vector<int64_t>& sizes) {
+  return normalization_plan(ctx, NormKind::kInstance, sizes);
 }
 
-// scale and B hold one value per channel, in X's dtype.
-void check_param(const KernelContext& ctx, const Planes& p, size_t index, const char* name) {
-  const Tensor& t = ctx.input(index);
-  if (t.num_elements() != p.channels || t.rank() != 1) {
-    ctx.fail(std::string(name) + " has shape " + format_sizes(t.sizes()) + "; expected " + std::to_string(p.channels) +
-             " values, one per channel");
-  }
-  if (t.dtype() != ctx.input(0).dtype()) {
-    ctx.fail(std::string(name) + " is " + std::string(dtype_name(t.dtype())) + "; expected " +
-             std::string(dtype_name(ctx.input(0).dtype())));
-  }
-  cuda::require_on_device(ctx, t, name);
+// scale and B hold one value per channel in X's dtype, as on the CPU, and on the GPU.
+void check_param(const KernelContext& ctx, const NormPlan& p, size_t index, const char* name) {
+  check_normalization_param(ctx, p, index, name);
+  cuda::require_on_device(ctx, ctx.input(index), name);
 }
 
 float epsilon_of(const Node& node) { return static_cast<float>(float_attr(node, "epsilon", 1e-5)); }
@@ -52,7 +37,7 @@ class InstanceNormCudaKernel final : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const cuda::ElementType type = cuda::element_type(ctx, x.dtype());
-    const Planes p = planes_of(ctx, x.sizes());
+    const NormPlan p = planes_of(ctx, x.sizes());
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, x, "input");
     check_param(ctx, p, 1, "scale");
@@ -61,7 +46,7 @@ class InstanceNormCudaKernel final : public OpKernel {
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
     if (y.num_elements() == 0) return;
     cuda::launch_instance_norm(type, x.raw_data(), ctx.input(1).raw_data(), has_bias ? ctx.input(2).raw_data() : nullptr,
-                               y.raw_data(), p.planes, p.channels, p.len, epsilon_, stream);
+                               y.raw_data(), p.groups, p.channels, p.len, epsilon_, stream);
     cuda::check_launch(ctx, "instance_norm_planes");
   }
 
@@ -82,12 +67,12 @@ class InstanceNormGradCudaKernel final : public OpKernel {
       ctx.fail("dY has shape " + format_sizes(dy.sizes()) + " but X has " + format_sizes(x.sizes()));
     }
     const cuda::ElementType type = cuda::element_type(ctx, x.dtype());
-    const Planes p = planes_of(ctx, x.sizes());
+    const NormPlan p = planes_of(ctx, x.sizes());
     const cuda::NormalizationGradOutputs out = cuda::normalization_grad_outputs(ctx, dy, x, scale, p.channels);
     if (p.channels == 0) return;  // then every output is empty
-    void* workspace = scratch_.reserve(ctx, {cuda::instance_norm_grad_workspace_bytes(p.planes)})[0];
+    void* workspace = scratch_.reserve(ctx, {cuda::instance_norm_grad_workspace_bytes(p.groups)})[0];
     cuda::launch_instance_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), out.dx.raw_data(),
-                                    out.dscale.raw_data(), out.dbias.raw_data(), p.planes, p.channels, p.len, epsilon_,
+                                    out.dscale.raw_data(), out.dbias.raw_data(), p.groups, p.channels, p.len, epsilon_,
                                     workspace, out.stream);
     cuda::check_launch(ctx, "instance_norm_grad");
   }

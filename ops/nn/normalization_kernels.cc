@@ -9,24 +9,7 @@
 
 namespace weir {
 
-namespace {
-
-enum class NormKind { kBatch, kInstance, kLayer };
-
-// Group g holds `rows` runs of `len` contiguous elements starting at
-// first(g) + r * row_stride. Its affine parameters are params[param_of(g)]
-// (per channel) or, when per_element, params[s] for the s-th element of a run.
-struct NormPlan {
-  int64_t groups = 0, rows = 1, len = 0, row_stride = 0, channels = 1;
-  bool per_element = false;
-
-  int64_t first(int64_t g) const { return g * len; }
-  int64_t param_of(int64_t g) const { return g % channels; }
-  int64_t count() const { return rows * len; }
-  int64_t num_params() const { return per_element ? len : channels; }
-};
-
-NormPlan plan_for(const KernelContext& ctx, NormKind kind, const std::vector<int64_t>& sizes) {
+NormPlan normalization_plan(const KernelContext& ctx, NormKind kind, const std::vector<int64_t>& sizes) {
   NormPlan p;
   int64_t total = 1;
   for (int64_t size : sizes) total *= size;
@@ -61,8 +44,7 @@ NormPlan plan_for(const KernelContext& ctx, NormKind kind, const std::vector<int
   return p;
 }
 
-// The parameters must hold one value per channel (or per normalized element).
-void check_param(const KernelContext& ctx, const NormPlan& p, size_t index, const char* name) {
+void check_normalization_param(const KernelContext& ctx, const NormPlan& p, size_t index, const char* name) {
   const Tensor& t = ctx.input(index);
   if (t.num_elements() != p.num_params() || (!p.per_element && t.rank() != 1)) {
     ctx.fail(std::string(name) + " has shape " + format_sizes(t.sizes()) + "; expected " +
@@ -74,6 +56,8 @@ void check_param(const KernelContext& ctx, const NormPlan& p, size_t index, cons
              std::string(dtype_name(ctx.input(0).dtype())));
   }
 }
+
+namespace {
 
 std::vector<double> to_double(const Tensor& t) {
   std::vector<double> values(static_cast<size_t>(t.num_elements()));
@@ -163,19 +147,19 @@ class NormKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    NormPlan p = plan_for(ctx, kind_, x.sizes());
-    check_param(ctx, p, 1, "scale");
+    NormPlan p = normalization_plan(ctx, kind_, x.sizes());
+    check_normalization_param(ctx, p, 1, "scale");
     std::vector<double> scale = to_double(ctx.input(1));
     std::vector<double> bias(scale.size(), 0.0);
     if (ctx.has_input(2)) {
-      check_param(ctx, p, 2, "B");
+      check_normalization_param(ctx, p, 2, "B");
       bias = to_double(ctx.input(2));
     }
     std::vector<double> mean, var;
     bool batch_stats = kind_ != NormKind::kBatch || training_;
     if (!batch_stats) {
-      check_param(ctx, p, 3, "input_mean");
-      check_param(ctx, p, 4, "input_var");
+      check_normalization_param(ctx, p, 3, "input_mean");
+      check_normalization_param(ctx, p, 4, "input_var");
       mean = to_double(ctx.input(3));
       var = to_double(ctx.input(4));
     }
@@ -276,7 +260,7 @@ class NormGradKernel final : public OpKernel {
     if (dy.sizes() != x.sizes()) {
       ctx.fail("dY has shape " + format_sizes(dy.sizes()) + " but X has " + format_sizes(x.sizes()));
     }
-    NormPlan p = plan_for(ctx, kind_, x.sizes());
+    NormPlan p = normalization_plan(ctx, kind_, x.sizes());
     std::vector<double> scale = to_double(ctx.input(2));
     if (static_cast<int64_t>(scale.size()) != p.num_params()) {
       ctx.fail("scale has " + std::to_string(scale.size()) + " values; expected " + std::to_string(p.num_params()));

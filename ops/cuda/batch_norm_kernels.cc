@@ -1,13 +1,12 @@
 #include "ops/cuda/batch_norm_kernels.h"
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "ops/cuda/batch_norm_device.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
-#include "ops/cuda/kernel_scratch.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/nn/normalization_kernels.h"
 
 namespace weir {
@@ -52,18 +51,16 @@ class BatchNormCudaKernel final : public OpKernel {
     for (size_t out = 1; out < statistics; ++out) check_param(ctx, l, out + 2, out == 1 ? "input_mean" : "input_var");
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.sizes(), KernelContext::Fill::kUninitialized);
 
-    std::lock_guard<std::mutex> lock(mutex_);
     const auto channels = static_cast<size_t>(l.channels);
     const size_t workspace = training_ ? static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.rows, l.channels, l.len)) : 0;
-    std::vector<void*> parts =
-        scratch_.reserve(ctx, {channels * sizeof(double), channels * sizeof(double), channels * sizeof(float),
-                               channels * sizeof(float), workspace * sizeof(double)});
-    auto* mean = static_cast<double*>(parts[0]);
-    auto* var = static_cast<double*>(parts[1]);
+    const cuda::LaunchScratch scratch(ctx, {channels * sizeof(double), channels * sizeof(double), channels * sizeof(float),
+                                            channels * sizeof(float), workspace * sizeof(double)});
+    auto* mean = scratch.part<double>(0);
+    auto* var = scratch.part<double>(1);
     if (l.channels > 0) {
       if (training_) {
         cuda::launch_batch_norm_stats(type, x.raw_data(), l.rows, l.channels, l.len, mean, var,
-                                      static_cast<double*>(parts[4]), stream);
+                                      scratch.part<double>(4), stream);
         cuda::check_launch(ctx, "batch_norm_stats");
       } else {
         cuda::launch_to_f64(type, ctx.input(3).raw_data(), mean, l.channels, stream);
@@ -73,8 +70,8 @@ class BatchNormCudaKernel final : public OpKernel {
       }
     }
     if (y.num_elements() > 0) {
-      auto* a = static_cast<float*>(parts[2]);
-      auto* b = static_cast<float*>(parts[3]);
+      auto* a = scratch.part<float>(2);
+      auto* b = scratch.part<float>(3);
       cuda::launch_batch_norm_coefficients(type, ctx.input(1).raw_data(), ctx.has_input(2) ? ctx.input(2).raw_data() : nullptr,
                                            mean, var, epsilon_, l.channels, a, b, stream);
       cuda::check_launch(ctx, "batch_norm_coefficients");
@@ -96,8 +93,6 @@ class BatchNormCudaKernel final : public OpKernel {
   double epsilon_;
   bool training_;
   double momentum_;
-  std::mutex mutex_;  // concurrent runs of one plan share the scratch
-  cuda::KernelScratch scratch_;
 };
 
 // (dY, X, scale, mean, var) -> (dX, dScale, dB).
@@ -143,14 +138,12 @@ class BatchNormGradCudaKernel final : public OpKernel {
     Tensor& dbias = ctx.allocate_output(2, scale.dtype(), scale.sizes(), KernelContext::Fill::kUninitialized);
     if (l.channels == 0) return;
 
-    std::lock_guard<std::mutex> lock(mutex_);
     const auto channels = static_cast<size_t>(l.channels);
     const auto workspace = static_cast<size_t>(cuda::batch_norm_workspace_doubles(l.rows, l.channels, l.len));
-    std::vector<void*> parts =
-        scratch_.reserve(ctx, {channels * sizeof(double), channels * sizeof(double), workspace * sizeof(double)});
-    auto* mean = static_cast<double*>(parts[0]);
-    auto* var = static_cast<double*>(parts[1]);
-    auto* sums = static_cast<double*>(parts[2]);
+    const cuda::LaunchScratch scratch(ctx, {channels * sizeof(double), channels * sizeof(double), workspace * sizeof(double)});
+    auto* mean = scratch.part<double>(0);
+    auto* var = scratch.part<double>(1);
+    auto* sums = scratch.part<double>(2);
     if (training_) {
       cuda::launch_batch_norm_stats(type, x.raw_data(), l.rows, l.channels, l.len, mean, var, sums, stream);
       cuda::check_launch(ctx, "batch_norm_stats");
@@ -169,8 +162,6 @@ class BatchNormGradCudaKernel final : public OpKernel {
  private:
   double epsilon_;
   bool training_;
-  std::mutex mutex_;
-  cuda::KernelScratch scratch_;
 };
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/cudnn_conv.h"
-#include "ops/cuda/kernel_scratch.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/elementwise/fused_activation.h"
 #include "ops/nn/channels_last.h"
 #include "ops/nn/conv_kernels.h"
@@ -67,8 +67,9 @@ struct ConvOperands {
 };
 
 // One direction of a convolution through cuDNN, for one kernel: the plan
-// for the last problem, and the scratch that stages operands where they
-// are not already in the form cuDNN reads, and cuDNN's workspace.
+// for the last problem; each run stages operands where they are not
+// already in the form cuDNN reads, and gives cuDNN its workspace, in
+// scratch of its own launch (cuda::LaunchScratch).
 //
 // f16 and bf16 data whose result has the data's type run natively: cuDNN
 // reads and writes the 16-bit data (tensor cores, f32 accumulation), the
@@ -119,12 +120,13 @@ class ConvRunner {
         direction == ConvDirection::kForward ? out_count : result_is_in ? padded_in_count : weight_count;
     const bool stage_result = dest_type != ElementType::kFloat32 || (result_is_in && g.explicit_padding);
     constexpr size_t kF32 = sizeof(float);
-    std::vector<void*> parts = scratch_.reserve(
-        ctx, {stage_in ? static_cast<size_t>(padded_in_count) * kF32 : 0,
-              stage_channels_first ? static_cast<size_t>(in_count) * kF32 : 0,
-              stage_out ? static_cast<size_t>(out_count) * kF32 : 0,
-              stage_weight ? static_cast<size_t>(weight_count) * kF32 : 0,
-              stage_result ? static_cast<size_t>(result_count) * kF32 : 0, conv.workspace_bytes()});
+    const cuda::LaunchScratch scratch(ctx, {stage_in ? static_cast<size_t>(padded_in_count) * kF32 : 0,
+                                            stage_channels_first ? static_cast<size_t>(in_count) * kF32 : 0,
+                                            stage_out ? static_cast<size_t>(out_count) * kF32 : 0,
+                                            stage_weight ? static_cast<size_t>(weight_count) * kF32 : 0,
+                                            stage_result ? static_cast<size_t>(result_count) * kF32 : 0,
+                                            conv.workspace_bytes()});
+    const std::vector<void*>& parts = scratch.parts();
 
     const int64_t no_offset[3] = {0, 0, 0};
     const int64_t pad_offset[3] = {-g.input_offset[0], -g.input_offset[1], -g.input_offset[2]};
@@ -229,10 +231,11 @@ class ConvRunner {
     const bool stage_in = operands.in != nullptr && g.explicit_padding;
     const bool stage_weight = operands.weight != nullptr && last;
     const bool stage_result = result_is_in && g.explicit_padding;
-    std::vector<void*> parts = scratch_.reserve(
-        ctx, {stage_in ? static_cast<size_t>(padded_in_count) * kElement : 0,
-              stage_weight ? static_cast<size_t>(weight_count) * kElement : 0,
-              stage_result ? static_cast<size_t>(padded_in_count) * kElement : 0, conv.workspace_bytes()});
+    const cuda::LaunchScratch scratch(ctx, {stage_in ? static_cast<size_t>(padded_in_count) * kElement : 0,
+                                            stage_weight ? static_cast<size_t>(weight_count) * kElement : 0,
+                                            stage_result ? static_cast<size_t>(padded_in_count) * kElement : 0,
+                                            conv.workspace_bytes()});
+    const std::vector<void*>& parts = scratch.parts();
 
     const void* in = operands.in != nullptr ? operands.in->raw_data() : nullptr;
     if (stage_in) {
@@ -274,7 +277,6 @@ class ConvRunner {
   ConvProblem planned_;
   ConvDirection planned_direction_ = ConvDirection::kForward;
   cuda::CudnnConvFormat planned_format_;
-  cuda::KernelScratch scratch_;
 };
 
 // Conv (kForward), ConvTranspose (kTranspose: the problem's backward-data
@@ -325,10 +327,12 @@ class ConvCudaKernel final : public OpKernel {
     ElementType sums_type = type;
     bool sums_last = false;
     void* conv = nullptr;
+    cuda::LaunchScratch result;  // the sums, where they are not written into Y
     if (empty) {
       // No products (no input channels): Y = activation(B + Z) over zeros.
       sums_type = ElementType::kFloat32;
-      conv = result_scratch_.reserve(ctx, {y.num_elements() * sizeof(float)})[0];
+      result = cuda::LaunchScratch(ctx, {y.num_elements() * sizeof(float)});
+      conv = result.part(0);
       cudaError_t status = cudaMemsetAsync(conv, 0, y.num_elements() * sizeof(float), stream);
       if (status != cudaSuccess) {
         cudaGetLastError();
@@ -337,9 +341,12 @@ class ConvCudaKernel final : public OpKernel {
     } else {
       sums_last = runner_.result_channels_last(ctx, direction, p, type, forward && last, type);
       const size_t element = type == ElementType::kFloat32 ? sizeof(float) : 2;
-      conv = addend == nullptr && sums_last == last
-                 ? y.raw_data()
-                 : result_scratch_.reserve(ctx, {static_cast<size_t>(y.num_elements()) * element})[0];
+      if (addend == nullptr && sums_last == last) {
+        conv = y.raw_data();
+      } else {
+        result = cuda::LaunchScratch(ctx, {static_cast<size_t>(y.num_elements()) * element});
+        conv = result.part(0);
+      }
       if (forward) {
         runner_.run(ctx, direction, p, type, {.in = &x, .in_channels_last = last, .weight = &w}, conv, type);
       } else {
@@ -360,9 +367,8 @@ class ConvCudaKernel final : public OpKernel {
   ConvKind kind_;
   FusedActivation activation_{};
   bool channels_last_ = false;
-  std::mutex mutex_;  // concurrent runs of one plan share the plan and scratch
+  std::mutex mutex_;  // concurrent runs of one plan share the plan
   ConvRunner runner_;
-  cuda::KernelScratch result_scratch_;
 };
 
 // ConvGradData(dY, W, X) -> dX and ConvGradWeight(dY, X, W) -> dW.

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "ops/cuda/cublaslt_library.h"
 #include "ops/cuda/cuda_kernel_util.h"
+#include "ops/cuda/launch_scratch.h"
 
 namespace weir::cuda {
 
@@ -198,19 +199,12 @@ bool LtMatmul::try_run(const KernelContext& ctx, const LtProblem& p, const LtOpe
   const Choice& choice = found->second;
   if (!choice.found) return false;
 
-  void* workspace = nullptr;
-  if (choice.workspace_bytes > 0) {
-    Tensor& buffer = workspaces_[stream];
-    if (!buffer.defined() || buffer.nbytes() < choice.workspace_bytes) {
-      buffer = Tensor::uninitialized(DType::kUInt8, {static_cast<int64_t>(choice.workspace_bytes)}, ctx.allocator());
-    }
-    workspace = buffer.raw_data();
-  }
+  const LaunchScratch workspace(ctx, {choice.workspace_bytes});
   const float alpha = p.alpha, beta = 0.0f;
   // C is D (beta is 0, so C is not read; cuBLASLt allows C and D to be one matrix).
   description.check(lt.matmul(handle.get(), description.desc(), &alpha, x.b, description.lt_a(), x.a,
                               description.lt_b(), &beta, x.d, description.lt_d(), x.d, description.lt_d(),
-                              &choice.algo, workspace, choice.workspace_bytes, stream),
+                              &choice.algo, workspace.part(0), choice.workspace_bytes, stream),
                     "cublasLtMatmul");
   return true;
 }

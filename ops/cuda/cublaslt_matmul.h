@@ -76,11 +76,8 @@ class LtMatmul {
   using Key = std::tuple<DType, DType, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, int64_t, int,
                          uint32_t, uint32_t, uint32_t, uint32_t>;
 
-  std::mutex mutex_;  // guards both maps: a kernel may run from several threads at once
+  std::mutex mutex_;  // guards the choices: a kernel may run from several threads at once
   std::map<Key, Choice> choices_;
-  // Device memory, as large as the largest chosen algorithm needs, one per
-  // stream: products on one stream run in order, on two they could overlap.
-  std::map<cudaStream_t, Tensor> workspaces_;
 };
 
 }  // namespace weir::cuda

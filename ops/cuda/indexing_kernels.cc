@@ -10,7 +10,7 @@
 #include "ops/axis_lines.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/host_input.h"
-#include "ops/cuda/kernel_scratch.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/cuda/strided_copy.h"
 #include "ops/cuda/tensor_device.h"
 #include "ops/dtype_sets.h"
@@ -253,7 +253,9 @@ class GatherGradCudaKernel final : public OpKernel {
     cuda::require_on_device(ctx, dy, "dY");
     cuda::require_on_device(ctx, indices, "indices");
     const size_t bytes = cuda::gather_grad_workspace_bytes(count, along);
-    void* workspace = scratch_.reserve(ctx, {bytes})[0];
+    // The sort's keys, positions and temporary storage.
+    const cuda::LaunchScratch scratch(ctx, {bytes});
+    void* workspace = scratch.part(0);
     cudaError_t status = cuda::launch_gather_grad(type, dy.raw_data(), indices.raw_data(), wide, dx.raw_data(), outer, along,
                                                   count, row, workspace, bytes, stream);
     if (status != cudaSuccess) {
@@ -261,9 +263,6 @@ class GatherGradCudaKernel final : public OpKernel {
                cudaGetErrorString(status));
     }
   }
-
- private:
-  cuda::KernelScratch scratch_;  // the sort's keys, positions and temporary storage
 };
 
 class ExpandCudaKernel final : public OpKernel {

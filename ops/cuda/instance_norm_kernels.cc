@@ -8,7 +8,7 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/instance_norm_device.h"
-#include "ops/cuda/kernel_scratch.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/cuda/normalization_grad_outputs.h"
 #include "ops/nn/normalization_kernels.h"
 #include "ops/node_attributes.h"
@@ -70,7 +70,9 @@ class InstanceNormGradCudaKernel final : public OpKernel {
     const NormPlan p = planes_of(ctx, x.sizes());
     const cuda::NormalizationGradOutputs out = cuda::normalization_grad_outputs(ctx, dy, x, scale, p.channels);
     if (p.channels == 0) return;  // then every output is empty
-    void* workspace = scratch_.reserve(ctx, {cuda::instance_norm_grad_workspace_bytes(p.groups)})[0];
+    // Per-plane sums for the per-channel gradients.
+    const cuda::LaunchScratch scratch(ctx, {cuda::instance_norm_grad_workspace_bytes(p.groups)});
+    void* workspace = scratch.part(0);
     cuda::launch_instance_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), out.dx.raw_data(),
                                     out.dscale.raw_data(), out.dbias.raw_data(), p.groups, p.channels, p.len, epsilon_,
                                     workspace, out.stream);
@@ -79,8 +81,6 @@ class InstanceNormGradCudaKernel final : public OpKernel {
 
  private:
   float epsilon_;
-  // Per-plane sums for the per-channel gradients.
-  cuda::KernelScratch scratch_;
 };
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include "core/shape.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
-#include "ops/cuda/kernel_scratch.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/cuda/layer_norm_device.h"
 #include "ops/cuda/normalization_grad_outputs.h"
 #include "ops/node_attributes.h"
@@ -100,7 +100,9 @@ class LayerNormGradCudaKernel final : public OpKernel {
     const LayerNormShape shape = layer_norm_shape(ctx, x.sizes());
     const cuda::NormalizationGradOutputs out = cuda::normalization_grad_outputs(ctx, dy, x, scale, shape.len);
     if (shape.len == 0) return;  // then X, dScale and dB are all empty
-    void* workspace = scratch_.reserve(ctx, {cuda::layer_norm_grad_workspace_bytes(shape.rows, shape.len)})[0];
+    // Per-row statistics and per-chunk column sums.
+    const cuda::LaunchScratch scratch(ctx, {cuda::layer_norm_grad_workspace_bytes(shape.rows, shape.len)});
+    void* workspace = scratch.part(0);
     cuda::launch_layer_norm_grad(type, dy.raw_data(), x.raw_data(), scale.raw_data(), out.dx.raw_data(),
                                  out.dscale.raw_data(), out.dbias.raw_data(), shape.rows, shape.len, epsilon_,
                                  workspace, out.stream);
@@ -109,8 +111,6 @@ class LayerNormGradCudaKernel final : public OpKernel {
 
  private:
   float epsilon_;
-  // Per-row statistics and per-chunk column sums.
-  cuda::KernelScratch scratch_;
 };
 
 }  // namespace

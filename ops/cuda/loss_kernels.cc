@@ -8,6 +8,7 @@
 #include "ops/cuda/broadcast_indexing.h"
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/cuda/loss_device.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/loss/loss_kernels.h"
@@ -19,13 +20,6 @@ namespace {
 using cuda::LossReduction;
 
 using cuda::element_type;
-
-double* workspace_of(KernelContext& ctx, Tensor& workspace, size_t doubles) {
-  if (!workspace.defined() || static_cast<size_t>(workspace.num_elements()) < doubles) {
-    workspace = Tensor::uninitialized(DType::kFloat64, {static_cast<int64_t>(doubles)}, ctx.allocator());
-  }
-  return workspace.data<double>();
-}
 
 // The CPU kernel's read_batch: scores (or the reference) [N, C, ...],
 // labels [N, ...] of i32/i64, weights [C] of the scores' type; every check
@@ -90,16 +84,16 @@ class ClassLossCudaKernel final : public OpKernel {
     if (kSoftmax && ctx.num_outputs() > 1) {
       log_prob = ctx.allocate_output(1, scores.dtype(), scores.sizes(), KernelContext::Fill::kUninitialized).raw_data();
     }
-    double* workspace = workspace_of(ctx, workspace_, cuda::class_loss_workspace_doubles(problem));
+    const cuda::LaunchScratch workspace(ctx, {cuda::class_loss_workspace_doubles(problem) * sizeof(double)});
     Tensor bad_label = bad_label_of(ctx);
-    cuda::launch_class_loss(kSoftmax, problem, loss.raw_data(), log_prob, workspace, bad_label.data<int64_t>(), stream);
+    cuda::launch_class_loss(kSoftmax, problem, loss.raw_data(), log_prob, workspace.part<double>(0),
+                            bad_label.data<int64_t>(), stream);
     cuda::check_launch(ctx, kSoftmax ? "softmax_cross_entropy_loss" : "negative_log_likelihood_loss");
     check_labels(ctx, bad_label, problem.c);
   }
 
  private:
   LossReduction reduction_;
-  Tensor workspace_;
 };
 
 // Inputs (dY, reference, labels[, weights]), as the CPU's ClassLossGradKernel.
@@ -117,16 +111,16 @@ class ClassLossGradCudaKernel final : public OpKernel {
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::require_on_device(ctx, dy, "dY");
     Tensor& dx = ctx.allocate_output(0, reference.dtype(), reference.sizes(), KernelContext::Fill::kUninitialized);
-    double* workspace = workspace_of(ctx, workspace_, 1);
+    const cuda::LaunchScratch workspace(ctx, {sizeof(double)});
     Tensor bad_label = bad_label_of(ctx);
-    cuda::launch_class_loss_grad(kSoftmax, problem, dy.raw_data(), dx.raw_data(), workspace, bad_label.data<int64_t>(), stream);
+    cuda::launch_class_loss_grad(kSoftmax, problem, dy.raw_data(), dx.raw_data(), workspace.part<double>(0),
+                                 bad_label.data<int64_t>(), stream);
     cuda::check_launch(ctx, kSoftmax ? "softmax_cross_entropy_loss_grad" : "negative_log_likelihood_loss_grad");
     check_labels(ctx, bad_label, problem.c);
   }
 
  private:
   LossReduction reduction_;
-  Tensor workspace_;
 };
 
 // MeanSquaredError (kGrad false) and its backward op (kGrad true).
@@ -159,16 +153,15 @@ class MeanSquaredErrorCudaKernel final : public OpKernel {
       Tensor& loss = ctx.allocate_output(0, prediction.dtype(),
                                          reduction_ == LossReduction::kNone ? prediction.sizes() : std::vector<int64_t>{},
                                          KernelContext::Fill::kUninitialized);
-      double* workspace = workspace_of(ctx, workspace_, cuda::mean_squared_error_workspace_doubles(count));
+      const cuda::LaunchScratch workspace(ctx, {cuda::mean_squared_error_workspace_doubles(count) * sizeof(double)});
       cuda::launch_mean_squared_error(type, prediction.raw_data(), target.raw_data(), *indexing, count, reduction_,
-                                      loss.raw_data(), workspace, stream);
+                                      loss.raw_data(), workspace.part<double>(0), stream);
       cuda::check_launch(ctx, "mean_squared_error");
     }
   }
 
  private:
   LossReduction reduction_;
-  Tensor workspace_;
 };
 
 template <typename Kernel>

@@ -1,7 +1,5 @@
 #include "ops/cuda/matmul_kernels.h"
 
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -10,6 +8,7 @@
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/elementwise_device.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/cuda/matmul_device.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/elementwise/fused_activation.h"
@@ -198,20 +197,14 @@ class FusedMatMulCudaKernel final : public OpKernel {
     // Else (no such epilogue, or no algorithm with it) the product, then our kernel.
     if (k == 0 && bias == nullptr && activation_.none()) return;  // zeros
     // The f32 product our kernel reads: the output itself when it is f32,
-    // else a buffer of this kernel for the stream. Held from the product to
-    // the kernel reading it, so another thread's product on the same stream
-    // cannot be enqueued in between.
-    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    // else scratch of this launch.
+    cuda::LaunchScratch wide_product;
     void* product = out.raw_data();
     cuda::ElementType product_type = out_type;
     if (k > 0) {
       if (out_dtype != DType::kFloat32) {
-        lock.lock();
-        Tensor& buffer = wide_products_[stream];
-        if (!buffer.defined() || buffer.num_elements() < m * n) {
-          buffer = Tensor::uninitialized(DType::kFloat32, {m * n}, ctx.allocator());
-        }
-        product = buffer.raw_data();
+        wide_product = cuda::LaunchScratch(ctx, {static_cast<size_t>(m * n) * sizeof(float)});
+        product = wide_product.part(0);
         product_type = cuda::ElementType::kFloat32;
       }
       matmul_.run(ctx, {.input = a.dtype(), .output = DType::kFloat32, .m = m, .n = n, .k = k},
@@ -225,9 +218,6 @@ class FusedMatMulCudaKernel final : public OpKernel {
  private:
   FusedActivation activation_;
   cuda::LtMatmul matmul_;
-  // The f32 products of a f16 or bf16 FusedMatMul whose activation is ours, by stream.
-  std::mutex mutex_;
-  std::map<cudaStream_t, Tensor> wide_products_;
 };
 
 }  // namespace

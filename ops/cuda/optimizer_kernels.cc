@@ -5,6 +5,7 @@
 
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/element_types.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/cuda/optimizer_device.h"
 #include "ops/node_attributes.h"
 #include "ops/optimizer/optimizer_kernels.h"
@@ -32,16 +33,6 @@ cuda::DeviceScalar device_scalar(const KernelContext& ctx, size_t index, const c
     default: ctx.fail(std::string(name) + " must be numeric, got " + t.type_string());
   }
   return scalar;
-}
-
-// f64 scratch memory of a kernel, kept across runs (the device may still be
-// reading it when compute() returns) and grown when too small.
-double* workspace_of(KernelContext& ctx, Tensor& workspace, size_t doubles) {
-  if (doubles == 0) return nullptr;
-  if (!workspace.defined() || static_cast<size_t>(workspace.num_elements()) < doubles) {
-    workspace = Tensor::uninitialized(DType::kFloat64, {static_cast<int64_t>(doubles)}, ctx.allocator());
-  }
-  return workspace.data<double>();
 }
 
 class UpdateCudaKernel final : public OpKernel {
@@ -81,8 +72,8 @@ class UpdateCudaKernel final : public OpKernel {
     refs.state1 = num_state > 1 ? ctx.input(3).data<float>() : nullptr;
     refs.count = param.num_elements();
     if (refs.count > 0) {
-      double* workspace = workspace_of(ctx, workspace_, cuda::update_workspace_doubles(rule_, &refs, 1));
-      cuda::launch_update(rule_, hyper_, &refs, 1, lr, step, skip, workspace, stream);
+      const cuda::LaunchScratch workspace(ctx, {cuda::update_workspace_doubles(rule_, &refs, 1) * sizeof(double)});
+      cuda::launch_update(rule_, hyper_, &refs, 1, lr, step, skip, workspace.part<double>(0), stream);
       cuda::check_launch(ctx, "optimizer update");
     }
     // Outputs alias the updated inputs.
@@ -93,7 +84,6 @@ class UpdateCudaKernel final : public OpKernel {
  private:
   UpdateRule rule_;
   cuda::UpdateHyperparameters hyper_;
-  Tensor workspace_;
 };
 
 class ClipByGlobalNormCudaKernel final : public OpKernel {
@@ -124,15 +114,14 @@ class ClipByGlobalNormCudaKernel final : public OpKernel {
     // The norm has the gradients' type (the schema's outputs share T).
     Tensor& norm = ctx.allocate_output(ctx.num_inputs(), dtype, {}, KernelContext::Fill::kUninitialized);
     const int num = static_cast<int>(counts.size());
-    double* workspace = workspace_of(ctx, workspace_, cuda::clip_workspace_doubles(counts.data(), num));
+    const cuda::LaunchScratch workspace(ctx, {cuda::clip_workspace_doubles(counts.data(), num) * sizeof(double)});
     cuda::launch_clip_by_global_norm(cuda::checked_element_type(dtype), grads.data(), outs.data(), counts.data(), num,
-                                     max_norm_, norm.raw_data(), workspace, stream);
+                                     max_norm_, norm.raw_data(), workspace.part<double>(0), stream);
     cuda::check_launch(ctx, "clip_by_global_norm");
   }
 
  private:
   double max_norm_;
-  Tensor workspace_;
 };
 
 // Assign(target, value): target's memory gets value's bytes, in stream order.

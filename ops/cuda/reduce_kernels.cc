@@ -5,7 +5,7 @@
 
 #include "ops/cuda/cuda_kernel_util.h"
 #include "ops/cuda/host_input.h"
-#include "ops/cuda/kernel_scratch.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/cuda/reduce_device.h"
 #include "ops/cuda/reduce_layout.h"
 #include "ops/elementwise/backward_kernels.h"
@@ -40,10 +40,9 @@ ReduceType checked_type(const KernelContext& ctx, const Tensor& tensor) {
   return *type;
 }
 
-// Runs the reduction into `y` (y.num_elements() outputs), with the kernel's
-// workspace grown as needed.
-void reduce(KernelContext& ctx, Reduction reduction, const Tensor& x, Tensor& y, const std::vector<bool>& reduced,
-            cuda::KernelScratch& scratch) {
+// Runs the reduction into `y` (y.num_elements() outputs), with partial
+// results (and LogSumExp's shifts) in scratch of this launch.
+void reduce(KernelContext& ctx, Reduction reduction, const Tensor& x, Tensor& y, const std::vector<bool>& reduced) {
   if (y.num_elements() == 0) return;
   const ReduceType in_type = checked_type(ctx, x);
   const ReduceType out_type = checked_type(ctx, y);
@@ -54,8 +53,8 @@ void reduce(KernelContext& ctx, Reduction reduction, const Tensor& x, Tensor& y,
     ctx.fail("reducing " + x.type_string() + " alternates kept and reduced axes more often than the CUDA kernel takes (" +
              std::to_string(cuda::ReduceLayout::kMaxRank) + " runs of each)");
   }
-  void* workspace = scratch.reserve(ctx, {cuda::reduce_workspace_bytes(reduction, *layout)})[0];
-  cuda::launch_reduce(reduction, in_type, x.raw_data(), out_type, y.raw_data(), *layout, workspace, stream);
+  const cuda::LaunchScratch scratch(ctx, {cuda::reduce_workspace_bytes(reduction, *layout)});
+  cuda::launch_reduce(reduction, in_type, x.raw_data(), out_type, y.raw_data(), *layout, scratch.part(0), stream);
   cuda::check_launch(ctx, "reduce kernels");
 }
 
@@ -71,13 +70,12 @@ class ReduceCudaKernel final : public OpKernel {
     checked_type(ctx, x);
     cuda::cuda_stream(ctx);
     Tensor& y = ctx.allocate_output(0, x.dtype(), axes.output_sizes(x.sizes(), reduced), KernelContext::Fill::kUninitialized);
-    reduce(ctx, reduction_, x, y, reduced, scratch_);
+    reduce(ctx, reduction_, x, y, reduced);
   }
 
  private:
   ReduceAxes axes_;
   Reduction reduction_;
-  cuda::KernelScratch scratch_;  // partial results and LogSumExp's shifts
 };
 
 class SumToShapeCudaKernel final : public OpKernel {
@@ -93,11 +91,8 @@ class SumToShapeCudaKernel final : public OpKernel {
     const DType out_dtype = kernel_output_dtype(ctx, x.dtype());
     cuda::cuda_stream(ctx);
     Tensor& out = ctx.allocate_output(0, out_dtype, target, KernelContext::Fill::kUninitialized);
-    reduce(ctx, Reduction::kSum, x, out, reduced, scratch_);
+    reduce(ctx, Reduction::kSum, x, out, reduced);
   }
-
- private:
-  cuda::KernelScratch scratch_;  // partial results
 };
 
 // dY broadcast back over the reduced axes (BroadcastReduced), or only where X

@@ -114,6 +114,12 @@ class Communicator {
   // Makes every blocked and future collective of the whole group fail with
   // kCommunication naming `reason`. Safe to call from any thread, repeatedly.
   virtual void abort(const std::string& reason) = 0;
+  // Why the group can no longer be used (the first abort's reason, or the
+  // failure that broke it), or "" while it can. A device communicator's
+  // abort ends the collectives it had enqueued without a device error (an
+  // aborted NCCL kernel just stops), so the runtime asks this once a run's
+  // device work is done: a run whose collectives were cut short fails.
+  virtual std::string abort_reason() const = 0;
 
  protected:
   // The argument checks every implementation makes, with the same messages:

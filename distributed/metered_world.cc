@@ -57,6 +57,7 @@ class MeteredCommunicator final : public Communicator {
     return std::make_shared<MeteredCommunicator>(inner_->subgroup(ranks), meter_, link_);
   }
   void abort(const std::string& reason) override { inner_->abort(reason); }
+  std::string abort_reason() const override { return inner_->abort_reason(); }
 
  private:
   template <typename Call>

@@ -109,6 +109,11 @@ class GroupState : public std::enable_shared_from_this<GroupState> {
     top->abort_tree(reason);
   }
 
+  std::string abort_reason() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return aborted_ ? abort_reason_ : std::string();
+  }
+
  private:
   // The root group, or this group when it is the root or the root is gone.
   std::shared_ptr<GroupState> root() {
@@ -288,6 +293,7 @@ class InProcessCommunicator final : public Communicator {
   }
 
   void abort(const std::string& reason) override { group_->abort(reason); }
+  std::string abort_reason() const override { return group_->abort_reason(); }
 
  private:
   // The n-th call with `tag` on this rank meets the n-th call on the others.

@@ -431,6 +431,22 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
       }
     }
   }
+  // A device communicator's abort (NCCL's watchdog at a deadline, or a
+  // peer's failure) ends the collectives it had enqueued without a device
+  // error: their steps "completed" with results cut short. Asked once the
+  // device work is done (above, or step by step when waiting for each).
+  if (!run.failed && !communicators_.empty() &&
+      std::find(backend_runs_ahead_.begin(), backend_runs_ahead_.end(), true) != backend_runs_ahead_.end()) {
+    for (const std::shared_ptr<Communicator>& communicator : communicators_) {
+      const std::string reason = communicator->abort_reason();
+      if (reason.empty()) continue;
+      run.failed = true;
+      run.error = std::make_exception_ptr(Error(
+          ErrorKind::kCommunication, "the run's collectives on " + communicator->description() +
+                                         " were cut short: the group was aborted: " + reason));
+      break;
+    }
+  }
   if (run.failed) {
     if (!communicators_.empty() && !options_.world) make_communicators();  // the old group was aborted
     std::rethrow_exception(run.error);

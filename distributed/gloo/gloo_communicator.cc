@@ -308,6 +308,10 @@ class GlooCommunicator final : public Communicator {
     std::lock_guard<std::mutex> lock(state_mutex_);
     if (broken_.empty()) broken_ = "aborted: " + reason;
   }
+  std::string abort_reason() const override {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return broken_;
+  }
 
  private:
   // In place (Gloo's output only) when `output` is `input`.
@@ -563,7 +567,7 @@ class GlooCommunicator final : public Communicator {
   std::vector<int> members_;  // by group rank: the world rank
   std::mutex channels_mutex_;
   std::map<std::string, std::unique_ptr<Channel>> channels_;  // by stream ("" the first)
-  std::mutex state_mutex_;
+  mutable std::mutex state_mutex_;
   std::string broken_;
   std::mutex watch_mutex_;
   std::condition_variable watch_cv_;

@@ -200,6 +200,10 @@ class NcclCommunicator final : public Communicator {
   }
 
   void abort(const std::string& reason) override { abort_world(*shared_, reason); }
+  std::string abort_reason() const override {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    return shared_->abort_reason;
+  }
 
   // Every communicator of the world, so that an abort through any reaches all.
   void register_group(const std::shared_ptr<NcclCommunicator>& group) {
@@ -281,11 +285,6 @@ class NcclCommunicator final : public Communicator {
       std::this_thread::sleep_for(pause);
       pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
     }
-  }
-
-  std::string abort_reason() const {
-    std::lock_guard<std::mutex> lock(shared_->mutex);
-    return shared_->abort_reason;
   }
 
   // Aborts the slot's communicator (it cannot be used after an error) and throws.

@@ -30,6 +30,31 @@ void make_current(const Device& device, const std::string& where) {
   if (status != cudaSuccess) throw Error(ErrorKind::kDevice, where + ": cudaSetDevice failed: " + cuda_message(status));
 }
 
+// Makes a device current for its lifetime, then gives the calling thread
+// back the device it had: for entry points any thread may reach, such as
+// record() from a Storage's destructor (the caching allocator records the
+// uses of a block freed on whatever thread drops it), which must not leave
+// that thread's later CUDA calls on another device.
+class CurrentDeviceScope {
+ public:
+  CurrentDeviceScope(const Device& device, const std::string& where) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      cudaGetLastError();
+      previous_ = -1;
+    }
+    if (previous_ != device.index) make_current(device, where);
+  }
+  ~CurrentDeviceScope() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 // The events a stream records, kept for reuse: creating and destroying a
 // cudaEvent_t per launch costs microseconds of driver work on every step.
 // An event goes back to the pool when the last holder of its CudaEvent lets
@@ -133,9 +158,14 @@ class CudaStream final : public Stream {
     if (status != cudaSuccess) fail("cudaStreamCreateWithFlags", status);
   }
   ~CudaStream() override {
-    // Returns at once; CUDA releases the stream once its work is done.
+    // Returns at once; CUDA releases the stream once its work is done. The
+    // destroying thread keeps its device (nothing is thrown from here).
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
     cudaSetDevice(device_.index);
     cudaStreamDestroy(stream_);
+    if (previous >= 0 && previous != device_.index) cudaSetDevice(previous);
+    cudaGetLastError();
   }
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
@@ -169,7 +199,7 @@ class CudaStream final : public Stream {
   }
 
   std::shared_ptr<Event> record() override {
-    make_current(device_, where_);
+    CurrentDeviceScope current(device_, where_);
     cudaError_t status = cudaSuccess;
     cudaEvent_t event = events_->take(status);
     if (event == nullptr) fail("cudaEventCreateWithFlags", status);
@@ -183,7 +213,7 @@ class CudaStream final : public Stream {
     if (!event) return;
     if (const auto* device_event = dynamic_cast<const CudaEvent*>(event.get())) {
       // Enqueued: the device waits, the host does not. Works across devices.
-      make_current(device_, where_);
+      CurrentDeviceScope current(device_, where_);
       cudaError_t status = cudaStreamWaitEvent(stream_, device_event->handle(), 0);
       if (status != cudaSuccess) fail("cudaStreamWaitEvent", status);
       return;

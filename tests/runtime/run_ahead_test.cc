@@ -10,18 +10,29 @@
 //     new output when the host frees it (record_use), while a stream's own
 //     memory is reused at once, run after run;
 //   - a device fault is reported at the run's end, saying how to find the
-//     node; waiting for each step names it.
+//     node; waiting for each step names it;
+//   - scratch memory of a launch (cuda::LaunchScratch, which the CUDA
+//     kernels' workspaces are) is not shared by two sessions of one plan
+//     whose device work runs at once;
+//   - a run whose group was aborted while its device work ran (NCCL's
+//     watchdog ends an aborted collective without a device error) fails,
+//     naming the reason, instead of reporting success.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "core/communicator.h"
 #include "core/error.h"
 #include "core/type_inference.h"
+#include "ops/cuda/launch_scratch.h"
 #include "ops/register_ops.h"
 #include "runtime/caching_allocator.h"
+#include "runtime/in_process_world.h"
 #include "runtime/session.h"
 #include "tests/run_ahead_host_backend.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -39,15 +50,21 @@ using testing::RunAheadStream;
 // "slow_" device work sleeps before it reads its inputs; "after_free_" host
 // part waits until the device's cache holds a freed block before it
 // allocates its output; "fault_" device work fails; "checked_" device work
-// counts the negative inputs, and a device check fails when there are any.
+// counts the negative inputs, and a device check fails when there are any;
+// "scratch_" device work writes its result to scratch of the launch first
+// and copies it to the output 20 ms later; "aborts_" device work aborts the
+// kernel's communicator, as NCCL's watchdog does, and ends without a fault.
 struct Behaviour {
   bool slow = false;
   bool after_free = false;
   bool fault = false;
   bool checked = false;
+  bool scratch = false;
+  bool aborts = false;
   explicit Behaviour(const Node& node)
       : slow(node.name().find("slow_") != std::string::npos), after_free(node.name().starts_with("after_free_")),
-        fault(node.name().starts_with("fault_")), checked(node.name().starts_with("checked_")) {}
+        fault(node.name().starts_with("fault_")), checked(node.name().starts_with("checked_")),
+        scratch(node.name().starts_with("scratch_")), aborts(node.name().starts_with("aborts_")) {}
 };
 
 std::atomic<int64_t> device_work_done_at_last_launch{-1};
@@ -79,14 +96,26 @@ class DeferredKernel final : public OpKernel {
     const Behaviour behaviour = behaviour_;
     if (behaviour.checked && !negatives_.defined()) negatives_ = Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator());
     int64_t* negatives = behaviour.checked ? negatives_.data<int64_t>() : nullptr;
-    stream->enqueue([a, b, out, n, behaviour, negatives] {
+    // Let go when compute() returns, as a CUDA kernel's workspace is.
+    const cuda::LaunchScratch scratch =
+        behaviour.scratch ? cuda::LaunchScratch(ctx, {static_cast<size_t>(n) * sizeof(float)}) : cuda::LaunchScratch();
+    float* staged = behaviour.scratch ? scratch.part<float>(0) : nullptr;
+    Communicator* group = behaviour.aborts ? ctx.communicator() : nullptr;
+    if (behaviour.aborts && group == nullptr) ctx.fail("aborts_ needs a communicator");
+    stream->enqueue([a, b, out, n, behaviour, negatives, staged, group] {
       if (behaviour.fault) throw Error(ErrorKind::kDevice, "an illegal memory access was encountered");
       if (behaviour.slow) std::this_thread::sleep_for(50ms);
       if (negatives != nullptr) *negatives = 0;
+      float* result = staged != nullptr ? staged : out;
       for (int64_t i = 0; i < n; ++i) {
         if (negatives != nullptr && a[i] < 0) ++*negatives;
-        out[i] = b != nullptr ? a[i] + b[i] : -a[i];
+        result[i] = b != nullptr ? a[i] + b[i] : -a[i];
       }
+      if (staged != nullptr) {
+        std::this_thread::sleep_for(20ms);
+        std::memcpy(out, staged, static_cast<size_t>(n) * sizeof(float));
+      }
+      if (group != nullptr) group->abort("the collective 'grad/w' passed its deadline");
     });
     if (behaviour.checked) {
       const Node& node = ctx.node();
@@ -316,6 +345,61 @@ TEST(RunAhead, DeviceChecksAreMadeOnceTheWorkIsDoneAndNameTheirNode) {
   ctx.set_stream(&stream);
   const std::string error = error_of([&] { kernel.compute(ctx); });
   EXPECT_NE(error.find("Neg 'checked_slow_b': found"), std::string::npos) << error;
+}
+
+TEST(RunAhead, ScratchOfALaunchIsNotSharedByTwoSessionsOfOnePlanRunningAtOnce) {
+  // Both sessions' scratch_a write their result to scratch and copy it out
+  // 20 ms later, on their own streams, at the same time: scratch shared by
+  // the kernel (a member, as the CUDA kernels' workspaces once were) would
+  // hand one session the other's numbers.
+  Graph g("scratch");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{1024}});
+  g.add_output(neg(g, x, "scratch_a"));
+  infer_graph_types(g, default_op_registry());
+  FakeGpu gpu(47);
+  std::shared_ptr<const Plan> plan = gpu.compile_here(g);
+  Session first(plan, gpu.session_options());
+  Session second(plan, gpu.session_options());
+  auto runs = [&](Session& session, uint32_t seed, int& wrong) {
+    Tensor x_value = random_tensor({1024}, seed);
+    std::vector<float> expected(1024);
+    for (int64_t i = 0; i < 1024; ++i) expected[static_cast<size_t>(i)] = -x_value.data<float>()[i];
+    const Tensor want = Tensor::from_vector<float>(expected, {1024});
+    for (int run = 0; run < 6; ++run) {
+      if (!session.run({{"x", x_value}})[0].bitwise_equal(want)) ++wrong;
+    }
+  };
+  int wrong_first = 0, wrong_second = 0;
+  std::thread other([&] { runs(second, 21, wrong_second); });
+  runs(first, 20, wrong_first);
+  other.join();
+  EXPECT_EQ(wrong_first, 0) << "runs of the first session that got other numbers";
+  EXPECT_EQ(wrong_second, 0) << "runs of the second session that got other numbers";
+}
+
+TEST(RunAhead, ARunWhoseGroupWasAbortedWhileItsDeviceWorkRanFailsNamingTheReason) {
+  // aborts_b's device work aborts the world's group and ends without a
+  // fault, as an NCCL collective does when the watchdog aborts it: every
+  // step's device work completes, and only the group knows.
+  Graph g("aborted");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{16}});
+  g.add_output(neg(g, neg(g, x, "aborts_b"), "c"));
+  infer_graph_types(g, default_op_registry());
+  Tensor x_value = random_tensor({16}, 17);
+  FakeGpu gpu(48);
+  std::shared_ptr<const Plan> plan = gpu.compile_here(g);
+  for (bool wait : {false, true}) {
+    InProcessWorldOptions one_rank;
+    one_rank.devices = {gpu.device};
+    SessionOptions options = gpu.session_options();
+    options.wait_for_each_step = wait;
+    options.world = make_in_process_world(1, one_rank)[0];
+    Session session(plan, options);
+    const std::string error = error_of([&] { session.run({{"x", x_value}}); });
+    EXPECT_NE(error.find("were cut short: the group was aborted: the collective 'grad/w' passed its deadline"),
+              std::string::npos)
+        << "wait " << wait << ": " << error;
+  }
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ size_t CachingAllocator::bin_size(size_t bytes) {
 // for_stream() sets it again when a new stream has the same address.
 class CachingAllocator::StreamAllocator final : public Allocator {
  public:
-  StreamAllocator(CachingAllocator& cache, const Stream* owner) : cache_(cache), owner_(owner) {}
+  StreamAllocator(CachingAllocator& cache, Stream* owner) : cache_(cache), owner_(owner) {}
 
   void* allocate(size_t bytes, size_t alignment) override { return cache_.take(owner(), bytes, alignment); }
   void deallocate(void* ptr, size_t bytes) override { cache_.give_back(owner(), ptr, bytes); }
@@ -32,16 +32,16 @@ class CachingAllocator::StreamAllocator final : public Allocator {
   void reset_peak() override { cache_.reset_peak(); }
 
   const CachingAllocator& cache() const { return cache_; }
-  const Stream* owner() const {
+  Stream* owner() const {
     std::lock_guard<std::mutex> lock(cache_.mutex_);
     return owner_;
   }
   const Stream* owner_locked() const { return owner_; }
-  void set_owner_locked(const Stream* owner) { owner_ = owner; }
+  void set_owner_locked(Stream* owner) { owner_ = owner; }
 
  private:
   CachingAllocator& cache_;
-  const Stream* owner_;
+  Stream* owner_;
 };
 
 CachingAllocator::CachingAllocator(Allocator& backing) : backing_(backing) {}
@@ -78,7 +78,7 @@ bool CachingAllocator::collect_pending() {
   return freed;
 }
 
-void* CachingAllocator::take(const Stream* owner, size_t bytes, size_t alignment) {
+void* CachingAllocator::take(Stream* owner, size_t bytes, size_t alignment) {
   if (bytes == 0) return nullptr;
   if (alignment > kTensorAlignment) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -104,9 +104,86 @@ void* CachingAllocator::take(const Stream* owner, size_t bytes, size_t alignment
       ++system_allocations_;
     }
   }
-  if (block == nullptr) block = backing_.allocate(bin, kTensorAlignment);
+  if (block == nullptr) {
+    try {
+      block = backing_.allocate(bin, kTensorAlignment);
+    } catch (const Error& refused) {
+      if (refused.kind() != ErrorKind::kOutOfMemory) throw;
+      const int64_t given_back = give_back_for_retry(owner);
+      if (given_back == 0) throw;
+      try {
+        block = backing_.allocate(bin, kTensorAlignment);
+      } catch (const Error& again) {
+        if (again.kind() != ErrorKind::kOutOfMemory) throw;
+        throw Error(ErrorKind::kOutOfMemory, again.message() + " (after the cache gave back " +
+                                                 std::to_string(given_back) + " bytes it held; " +
+                                                 std::to_string(cached_bytes()) + " more are kept for other streams' work)");
+      }
+    }
+  }
   counters_.on_allocate(bin);
   return block;
+}
+
+int64_t CachingAllocator::give_back_for_retry(Stream* owner) {
+  std::vector<std::pair<void*, size_t>> blocks;  // (block, bin) to give back now
+  std::vector<std::pair<void*, size_t>> owners;  // kept for `owner`: once its queued work is done
+  std::vector<Pending> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = free_.begin(); it != free_.end();) {
+      const auto [kept_for, bin] = it->first;
+      if (kept_for != nullptr && kept_for != owner) {
+        ++it;
+        continue;
+      }
+      for (void* block : it->second) (kept_for == nullptr ? blocks : owners).emplace_back(block, bin);
+      it = free_.erase(it);
+    }
+    pending.swap(pending_);
+  }
+  // Outside the mutex: these wait on the device. A wait that fails or runs
+  // out keeps its blocks cached, as they were.
+  if (!owners.empty()) {
+    bool done = false;
+    try {
+      owner->record()->synchronize(kOutOfMemoryWait, "the work queued before an allocation that found " +
+                                                         device().to_string() + " full");
+      done = true;
+    } catch (...) {
+    }
+    if (done) {
+      blocks.insert(blocks.end(), owners.begin(), owners.end());
+      owners.clear();
+    }
+  }
+  std::vector<Pending> still_pending;
+  for (Pending& entry : pending) {
+    bool done = true;
+    for (const auto& event : entry.events) {
+      try {
+        event->synchronize(kOutOfMemoryWait, "a stream's use of a freed block");
+      } catch (...) {
+        done = false;
+        break;
+      }
+    }
+    if (done) {
+      blocks.emplace_back(entry.block, entry.bin);
+    } else {
+      still_pending.push_back(std::move(entry));
+    }
+  }
+  int64_t given_back = 0;
+  for (const auto& [block, bin] : blocks) given_back += static_cast<int64_t>(bin);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [block, bin] : owners) free_[{owner, bin}].push_back(block);
+    for (Pending& entry : still_pending) pending_.push_back(std::move(entry));
+    cached_bytes_ -= given_back;
+  }
+  for (const auto& [block, bin] : blocks) backing_.deallocate(block, bin);
+  return given_back;
 }
 
 void CachingAllocator::give_back(const Stream* owner, void* ptr, size_t bytes) {
@@ -140,7 +217,7 @@ void CachingAllocator::give_back(const Stream* owner, void* ptr, size_t bytes) {
   cached_bytes_ += static_cast<int64_t>(bin);
 }
 
-Allocator& CachingAllocator::for_stream(const Stream& stream) {
+Allocator& CachingAllocator::for_stream(Stream& stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::unique_ptr<StreamAllocator>& face = stream_allocators_[&stream];
   if (!face) face = std::make_unique<StreamAllocator>(*this, &stream);

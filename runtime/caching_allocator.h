@@ -29,12 +29,21 @@
 // them). Blocks freed through the cache itself are idle and go to anyone.
 // This is the scheme of PyTorch's CUDA caching allocator (record_stream).
 //
+// Out of memory. When the backing allocator refuses a block (kOutOfMemory),
+// the cache gives back what no queued work can still use and asks once
+// more: its idle blocks; the blocks kept for the asking stream, once an
+// event recorded on it has completed (a host wait, at most
+// kOutOfMemoryWait); and pending blocks whose events complete within that
+// wait. Blocks kept for other streams stay (their work may be in flight).
+// A second refusal fails with the first's kind, saying what was given back.
+//
 //   weir::Allocator& compute = cache.for_stream(compute_stream);
 //   weir::Tensor y = weir::Tensor::uninitialized(dtype, sizes, compute);
 //   cache.record_use(*y.storage(), comm_stream);   // an AllReduce reads y
 //   y = weir::Tensor();                            // held until comm passes this point
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -71,7 +80,7 @@ class CachingAllocator final : public Allocator {
 
   // The allocator of work launched on `stream` (see above); owned by this
   // cache and as long-lived. Asking again for the same stream gives the same.
-  Allocator& for_stream(const Stream& stream);
+  Allocator& for_stream(Stream& stream);
   // Work on `stream` uses `storage` (memory of this cache; other memory is
   // ignored), which was allocated for another stream or for none: when freed,
   // the block waits for what `stream` has been given by then.
@@ -85,6 +94,10 @@ class CachingAllocator final : public Allocator {
   // The bin a request of `bytes` rounds up to.
   static size_t bin_size(size_t bytes);
 
+  // How long an allocation that found the device full waits for its
+  // stream's queued work before giving that stream's kept blocks back.
+  static constexpr std::chrono::milliseconds kOutOfMemoryWait{std::chrono::minutes(1)};
+
  private:
   class StreamAllocator;
   struct Pending {
@@ -95,7 +108,11 @@ class CachingAllocator final : public Allocator {
   };
   using FreeKey = std::pair<const Stream*, size_t>;  // (stream kept for, or nullptr; bin)
 
-  void* take(const Stream* owner, size_t bytes, size_t alignment);
+  void* take(Stream* owner, size_t bytes, size_t alignment);
+  // After the backing allocator refused: gives back the idle blocks, those
+  // kept for `owner` (once its queued work is done) and completed pending
+  // ones (see "Out of memory"). Returns the bytes given back.
+  int64_t give_back_for_retry(Stream* owner);
   void give_back(const Stream* owner, void* ptr, size_t bytes);
   void* pop_free(const Stream* owner, size_t bin);  // with mutex_ held
   bool collect_pending();                           // with mutex_ held; true when a block became free

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "core/error.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "runtime/caching_allocator.h"
@@ -75,8 +76,9 @@ TEST(CachingAllocator, ConcurrentUseKeepsCountsExact) {
 class ManualEvent final : public Event {
  public:
   bool query() const override { return done; }
-  void synchronize(std::chrono::milliseconds, const std::string&) const override {}
+  void synchronize(std::chrono::milliseconds, const std::string&) const override { ++synchronized; }
   bool done = false;
+  mutable int synchronized = 0;  // host waits on it
 };
 
 class ManualStream final : public Stream {
@@ -185,6 +187,87 @@ TEST(CachingAllocatorStreams, UsesOnAForgottenStreamAreDropped) {
   kept = Tensor();
   EXPECT_TRUE(comm.recorded.empty()) << "nothing is recorded on a stream that is gone";
   EXPECT_EQ(cache.pending_blocks(), 0);
+}
+
+// Host memory that refuses to hold more than `limit` bytes at once, as a
+// full GPU does.
+class LimitedMemory final : public Allocator {
+ public:
+  explicit LimitedMemory(int64_t limit) : limit_(limit) {}
+  void* allocate(size_t bytes, size_t alignment) override {
+    if (host_.stats().bytes_in_use + static_cast<int64_t>(bytes) > limit_) {
+      throw Error(ErrorKind::kOutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes on the test's device");
+    }
+    return host_.allocate(bytes, alignment);
+  }
+  void deallocate(void* ptr, size_t bytes) override { host_.deallocate(ptr, bytes); }
+  Device device() const override { return host_.device(); }
+  AllocatorStats stats() const override { return host_.stats(); }
+  void reset_peak() override { host_.reset_peak(); }
+
+ private:
+  CpuAllocator host_;
+  int64_t limit_;
+};
+
+TEST(CachingAllocatorStreams, AnAllocationThatFindsTheDeviceFullGetsBackWhatNoQueuedWorkUses) {
+  LimitedMemory device(16384);
+  CachingAllocator cache(device);
+  ManualStream compute, comm;
+  Allocator& on_compute = cache.for_stream(compute);
+  Allocator& on_comm = cache.for_stream(comm);
+  cache.deallocate(cache.allocate(3000), 3000);                  // idle, 3072
+  on_comm.deallocate(on_comm.allocate(4000), 4000);              // kept for comm, 4096
+  on_compute.deallocate(on_compute.allocate(3500), 3500);        // kept for compute, 3584
+  Tensor gradient = Tensor::uninitialized(DType::kFloat32, {512}, on_compute);  // 2048
+  cache.record_use(*gradient.storage(), comm);
+  gradient = Tensor();  // pending until comm gets past its use
+  ASSERT_EQ(comm.recorded.size(), 1u);
+  ASSERT_EQ(device.stats().bytes_in_use, 3072 + 4096 + 3584 + 2048);
+  ASSERT_EQ(cache.cached_bytes(), 3072 + 4096 + 3584 + 2048);
+
+  // 7680 more do not fit beside the 12800 cached: compute gets the idle
+  // block, its own once its queued work is done, and the pending one once
+  // comm's event completes; comm's own stays (comm's work may use it).
+  const size_t compute_waits = compute.recorded.size();
+  void* big = on_compute.allocate(7680);
+  ASSERT_NE(big, nullptr);
+  ASSERT_EQ(compute.recorded.size(), compute_waits + 1) << "an event recorded on compute";
+  EXPECT_EQ(compute.recorded.back()->synchronized, 1) << "and waited for before compute's blocks went back";
+  EXPECT_EQ(comm.recorded[0]->synchronized, 1) << "the pending block's event was waited for";
+  EXPECT_EQ(comm.recorded.size(), 1u) << "comm's own blocks are not waited for";
+  EXPECT_EQ(cache.cached_bytes(), 4096);
+  EXPECT_EQ(cache.pending_blocks(), 0);
+  EXPECT_EQ(device.stats().bytes_in_use, 4096 + 7680);
+
+  // An allocation that does not fit even then fails with the device's
+  // kind, saying what was given back and what other streams keep.
+  on_compute.deallocate(big, 7680);
+  const Error refused = [&] {
+    try {
+      on_compute.allocate(16000);
+    } catch (const Error& e) {
+      return e;
+    }
+    return Error(ErrorKind::kInternal, "no error");
+  }();
+  EXPECT_EQ(refused.kind(), ErrorKind::kOutOfMemory) << refused.what();
+  EXPECT_NE(refused.message().find("could not allocate 16384 bytes on the test's device (after the cache gave back "
+                                   "7680 bytes it held; 4096 more are kept for other streams' work)"),
+            std::string::npos)
+      << refused.message();
+  // Nothing to give back: the device's own error, unchanged.
+  const Error plain = [&] {
+    try {
+      cache.allocate(16000);
+    } catch (const Error& e) {
+      return e;
+    }
+    return Error(ErrorKind::kInternal, "no error");
+  }();
+  EXPECT_EQ(plain.message(), "could not allocate 16384 bytes on the test's device");
+  cache.release_cached();
+  EXPECT_EQ(device.stats().bytes_in_use, 0);
 }
 
 }  // namespace

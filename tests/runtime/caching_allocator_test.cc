@@ -210,6 +210,16 @@ class LimitedMemory final : public Allocator {
   int64_t limit_;
 };
 
+// The weir::Error `call` throws, or a kInternal "no error".
+Error error_from(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e;
+  }
+  return Error(ErrorKind::kInternal, "no error");
+}
+
 TEST(CachingAllocatorStreams, AnAllocationThatFindsTheDeviceFullGetsBackWhatNoQueuedWorkUses) {
   LimitedMemory device(16384);
   CachingAllocator cache(device);
@@ -243,28 +253,14 @@ TEST(CachingAllocatorStreams, AnAllocationThatFindsTheDeviceFullGetsBackWhatNoQu
   // An allocation that does not fit even then fails with the device's
   // kind, saying what was given back and what other streams keep.
   on_compute.deallocate(big, 7680);
-  const Error refused = [&] {
-    try {
-      on_compute.allocate(16000);
-    } catch (const Error& e) {
-      return e;
-    }
-    return Error(ErrorKind::kInternal, "no error");
-  }();
+  const Error refused = error_from([&] { on_compute.allocate(16000); });
   EXPECT_EQ(refused.kind(), ErrorKind::kOutOfMemory) << refused.what();
   EXPECT_NE(refused.message().find("could not allocate 16384 bytes on the test's device (after the cache gave back "
                                    "7680 bytes it held; 4096 more are kept for other streams' work)"),
             std::string::npos)
       << refused.message();
   // Nothing to give back: the device's own error, unchanged.
-  const Error plain = [&] {
-    try {
-      cache.allocate(16000);
-    } catch (const Error& e) {
-      return e;
-    }
-    return Error(ErrorKind::kInternal, "no error");
-  }();
+  const Error plain = error_from([&] { cache.allocate(16000); });
   EXPECT_EQ(plain.message(), "could not allocate 16384 bytes on the test's device");
   cache.release_cached();
   EXPECT_EQ(device.stats().bytes_in_use, 0);

@@ -42,17 +42,19 @@ class CurrentDeviceScope {
       cudaGetLastError();
       previous_ = -1;
     }
-    if (previous_ != device.index) make_current(device, where);
+    if (previous_ == device.index) return;
+    make_current(device, where);
+    restore_ = previous_ >= 0;
   }
   ~CurrentDeviceScope() {
-    int now = -1;
-    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+    if (restore_) cudaSetDevice(previous_);
   }
   CurrentDeviceScope(const CurrentDeviceScope&) = delete;
   CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
 
  private:
   int previous_ = -1;
+  bool restore_ = false;  // this scope changed the device
 };
 
 // The events a stream records, kept for reuse: creating and destroying a

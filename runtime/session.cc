@@ -184,6 +184,7 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
     const bool ahead = streams_.back()->runs_ahead();
     stream_allocators_.push_back(ahead ? &allocators_[device]->for_stream(*streams_.back()) : nullptr);
     if (ahead) backend_runs_ahead_[device] = true;
+    runs_ahead_anywhere_ = runs_ahead_anywhere_ || ahead;
   }
   // Before any thread starts: a mismatch throws out of the constructor.
   if (options_.world) {
@@ -354,9 +355,7 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
   run.uses_left.reset(new std::atomic<int>[release_after_uses_.size()]);
   for (size_t i = 0; i < release_after_uses_.size(); ++i) run.uses_left[i] = release_after_uses_[i];
   run.ready.assign(num_steps, 0);
-  if (std::find(backend_runs_ahead_.begin(), backend_runs_ahead_.end(), true) != backend_runs_ahead_.end()) {
-    run.events.resize(num_steps);
-  }
+  if (runs_ahead_anywhere_) run.events.resize(num_steps);
   run.cursor.assign(schedule.streams.size(), 0);
   run.memory = memory_for(feeds);
   for (const DeviceArena& arena : run.memory->arenas) {
@@ -435,8 +434,7 @@ std::vector<Tensor> Session::run_once(const std::map<std::string, Tensor>& feeds
   // peer's failure) ends the collectives it had enqueued without a device
   // error: their steps "completed" with results cut short. Asked once the
   // device work is done (above, or step by step when waiting for each).
-  if (!run.failed && !communicators_.empty() &&
-      std::find(backend_runs_ahead_.begin(), backend_runs_ahead_.end(), true) != backend_runs_ahead_.end()) {
+  if (!run.failed && runs_ahead_anywhere_ && !communicators_.empty()) {
     for (const std::shared_ptr<Communicator>& communicator : communicators_) {
       const std::string reason = communicator->abort_reason();
       if (reason.empty()) continue;

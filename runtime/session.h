@@ -223,6 +223,7 @@ class Session {
   std::vector<Allocator*> stream_allocators_;                  // by schedule stream: its face of the device's
                                                                // cache when the stream runs ahead, else nullptr
   std::vector<bool> backend_runs_ahead_;                       // by plan device index: a stream of it runs ahead
+  bool runs_ahead_anywhere_ = false;                           // any of backend_runs_ahead_
   bool wait_for_each_step_ = false;
   std::vector<std::shared_ptr<Communicator>> communicators_;   // by plan device index; empty without collectives
   std::vector<Tensor> state_;                                  // by plan value index; persistent values only

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -36,7 +38,7 @@ class CachingAllocator::StreamAllocator final : public Allocator {
     std::lock_guard<std::mutex> lock(cache_.mutex_);
     return owner_;
   }
-  const Stream* owner_locked() const { return owner_; }
+  Stream* owner_locked() const { return owner_; }
   void set_owner_locked(Stream* owner) { owner_ = owner; }
 
  private:
@@ -109,65 +111,99 @@ void* CachingAllocator::take(Stream* owner, size_t bytes, size_t alignment) {
       block = backing_.allocate(bin, kTensorAlignment);
     } catch (const Error& refused) {
       if (refused.kind() != ErrorKind::kOutOfMemory) throw;
-      const int64_t given_back = give_back_for_retry(owner);
-      if (given_back == 0) throw;
-      try {
-        block = backing_.allocate(bin, kTensorAlignment);
-      } catch (const Error& again) {
-        if (again.kind() != ErrorKind::kOutOfMemory) throw;
-        throw Error(ErrorKind::kOutOfMemory, again.message() + " (after the cache gave back " +
-                                                 std::to_string(given_back) + " bytes it held; " +
-                                                 std::to_string(cached_bytes()) + " more are kept for other streams' work)");
-      }
+      block = allocate_after_giving_back(owner, bin);
+      if (block == nullptr) throw;  // nothing to give back: the device's own error
     }
   }
   counters_.on_allocate(bin);
   return block;
 }
 
-int64_t CachingAllocator::give_back_for_retry(Stream* owner) {
+void* CachingAllocator::allocate_after_giving_back(Stream* owner, size_t bin) {
+  int64_t given_back = 0;
+  std::optional<Error> refused;
+  for (bool every_stream : {false, true}) {
+    const int64_t now = give_back_for_retry(owner, every_stream);
+    if (now == 0) continue;
+    given_back += now;
+    try {
+      return backing_.allocate(bin, kTensorAlignment);
+    } catch (const Error& again) {
+      if (again.kind() != ErrorKind::kOutOfMemory) throw;
+      refused = again;
+    }
+  }
+  if (!refused) return nullptr;
+  const int64_t still_cached = cached_bytes();
+  throw Error(ErrorKind::kOutOfMemory,
+              refused->message() + " (after the cache gave back " + std::to_string(given_back) + " bytes it held" +
+                  (still_cached > 0 ? "; " + std::to_string(still_cached) + " more are kept for queued work" : "") +
+                  ")");
+}
+
+int64_t CachingAllocator::give_back_for_retry(Stream* owner, bool every_stream) {
+  struct Kept {  // the blocks kept for one stream: given back once its queued work is done
+    Stream* stream = nullptr;  // nullptr: forgotten, its work done
+    std::shared_ptr<Event> done;
+    std::vector<std::pair<void*, size_t>> blocks;  // (block, bin)
+  };
   std::vector<std::pair<void*, size_t>> blocks;  // (block, bin) to give back now
-  std::vector<std::pair<void*, size_t>> owners;  // kept for `owner`: once its queued work is done
+  std::vector<Kept> kept;
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = free_.begin(); it != free_.end();) {
       const auto [kept_for, bin] = it->first;
-      if (kept_for != nullptr && kept_for != owner) {
+      if (kept_for == nullptr) {
+        for (void* block : it->second) blocks.emplace_back(block, bin);
+      } else if (kept_for == owner || every_stream) {
+        Stream* stream = registered_locked(kept_for);
+        auto of = std::find_if(kept.begin(), kept.end(), [&](const Kept& k) { return k.stream == stream; });
+        if (of == kept.end()) of = kept.insert(kept.end(), Kept{stream, {}, {}});
+        for (void* block : it->second) of->blocks.emplace_back(block, bin);
+      } else {
         ++it;
         continue;
       }
-      for (void* block : it->second) (kept_for == nullptr ? blocks : owners).emplace_back(block, bin);
       it = free_.erase(it);
     }
     pending.swap(pending_);
-  }
-  // Outside the mutex: these wait on the device. A wait that fails or runs
-  // out keeps its blocks cached, as they were.
-  if (!owners.empty()) {
-    bool done = false;
-    try {
-      owner->record()->synchronize(kOutOfMemoryWait, "the work queued before an allocation that found " +
-                                                         device().to_string() + " full");
-      done = true;
-    } catch (...) {
+    // Recorded under the mutex: a session forgets its streams (under it)
+    // before it destroys them, so every stream named here is alive.
+    for (Kept& k : kept) {
+      try {
+        if (k.stream != nullptr) k.done = k.stream->record();
+      } catch (...) {
+      }
     }
-    if (done) {
-      blocks.insert(blocks.end(), owners.begin(), owners.end());
-      owners.clear();
+  }
+  // Outside the mutex: these wait on the device, all together at most
+  // kOutOfMemoryWait. A wait that fails or runs out keeps its blocks cached.
+  const auto deadline = std::chrono::steady_clock::now() + kOutOfMemoryWait;
+  auto waited_for = [&](const Event& event, const std::string& what) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    try {
+      event.synchronize(std::max(left, std::chrono::milliseconds(0)), what);
+      return true;
+    } catch (...) {
+      return false;
+    }
+  };
+  const std::string queued = "the work queued on a stream before an allocation that found " + device().to_string() +
+                             " full";
+  std::vector<Kept> still_kept;
+  for (Kept& k : kept) {
+    if (k.stream == nullptr || (k.done && waited_for(*k.done, queued))) {
+      blocks.insert(blocks.end(), k.blocks.begin(), k.blocks.end());
+    } else {
+      still_kept.push_back(std::move(k));
     }
   }
   std::vector<Pending> still_pending;
   for (Pending& entry : pending) {
     bool done = true;
-    for (const auto& event : entry.events) {
-      try {
-        event->synchronize(kOutOfMemoryWait, "a stream's use of a freed block");
-      } catch (...) {
-        done = false;
-        break;
-      }
-    }
+    for (const auto& event : entry.events) done = done && waited_for(*event, "a stream's use of a freed block");
     if (done) {
       blocks.emplace_back(entry.block, entry.bin);
     } else {
@@ -178,7 +214,11 @@ int64_t CachingAllocator::give_back_for_retry(Stream* owner) {
   for (const auto& [block, bin] : blocks) given_back += static_cast<int64_t>(bin);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [block, bin] : owners) free_[{owner, bin}].push_back(block);
+    for (const Kept& k : still_kept) {
+      // Forgotten meanwhile (its work is done): the blocks are idle now.
+      const Stream* kept_for = registered_locked(k.stream);
+      for (const auto& [block, bin] : k.blocks) free_[{kept_for, bin}].push_back(block);
+    }
     for (Pending& entry : still_pending) pending_.push_back(std::move(entry));
     cached_bytes_ -= given_back;
   }
@@ -193,6 +233,8 @@ void CachingAllocator::give_back(const Stream* owner, void* ptr, size_t bytes) {
   std::vector<Stream*> used_on;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The face read its stream before this lock: forgotten since, it is gone.
+    owner = registered_locked(owner);
     auto used = uses_.find(ptr);
     if (used == uses_.end()) {
       free_[{owner, bin}].push_back(ptr);
@@ -215,6 +257,13 @@ void CachingAllocator::give_back(const Stream* owner, void* ptr, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   pending_.push_back(std::move(entry));
   cached_bytes_ += static_cast<int64_t>(bin);
+}
+
+Stream* CachingAllocator::registered_locked(const Stream* stream) const {
+  if (stream == nullptr) return nullptr;
+  auto face = stream_allocators_.find(stream);
+  if (face == stream_allocators_.end() || face->second->owner_locked() != stream) return nullptr;
+  return face->second->owner_locked();
 }
 
 Allocator& CachingAllocator::for_stream(Stream& stream) {

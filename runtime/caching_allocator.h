@@ -30,12 +30,15 @@
 // This is the scheme of PyTorch's CUDA caching allocator (record_stream).
 //
 // Out of memory. When the backing allocator refuses a block (kOutOfMemory),
-// the cache gives back what no queued work can still use and asks once
-// more: its idle blocks; the blocks kept for the asking stream, once an
-// event recorded on it has completed (a host wait, at most
-// kOutOfMemoryWait); and pending blocks whose events complete within that
-// wait. Blocks kept for other streams stay (their work may be in flight).
-// A second refusal fails with the first's kind, saying what was given back.
+// the cache gives back what it holds and asks again, in two stages, the
+// least disruptive first. First its idle blocks, the blocks kept for the
+// asking stream once an event recorded on it has completed (a host wait),
+// and pending blocks whose events complete. If that was not enough, the
+// blocks kept for every other stream too, each once an event recorded on
+// that stream has completed. The waits of a stage take at most
+// kOutOfMemoryWait together; a block whose wait fails stays cached. A
+// refusal after what was given back fails with the first's kind, saying
+// how many bytes were given back and how many stay kept for queued work.
 //
 //   weir::Allocator& compute = cache.for_stream(compute_stream);
 //   weir::Tensor y = weir::Tensor::uninitialized(dtype, sizes, compute);
@@ -94,8 +97,8 @@ class CachingAllocator final : public Allocator {
   // The bin a request of `bytes` rounds up to.
   static size_t bin_size(size_t bytes);
 
-  // How long an allocation that found the device full waits for its
-  // stream's queued work before giving that stream's kept blocks back.
+  // How long one stage of giving back after the device was found full
+  // waits, all together, for the queued work of the streams it asks.
   static constexpr std::chrono::milliseconds kOutOfMemoryWait{std::chrono::minutes(1)};
 
  private:
@@ -109,10 +112,18 @@ class CachingAllocator final : public Allocator {
   using FreeKey = std::pair<const Stream*, size_t>;  // (stream kept for, or nullptr; bin)
 
   void* take(Stream* owner, size_t bytes, size_t alignment);
-  // After the backing allocator refused: gives back the idle blocks, those
-  // kept for `owner` (once its queued work is done) and completed pending
-  // ones (see "Out of memory"). Returns the bytes given back.
-  int64_t give_back_for_retry(Stream* owner);
+  // After the backing allocator refused a block of `bin` bytes for memory:
+  // gives back what the cache holds in two stages (see "Out of memory"),
+  // asking again after each that gave something back. nullptr: nothing was
+  // given back; throws kOutOfMemory, saying what was, when it was not enough.
+  void* allocate_after_giving_back(Stream* owner, size_t bin);
+  // One stage: the idle blocks, those kept for `owner` (or, with
+  // `every_stream`, for any stream) once an event recorded on their stream
+  // has completed, and pending ones whose events complete. Returns the bytes
+  // given back.
+  int64_t give_back_for_retry(Stream* owner, bool every_stream);
+  // `stream` while a face of this cache works for it, else nullptr (with mutex_ held).
+  Stream* registered_locked(const Stream* stream) const;
   void give_back(const Stream* owner, void* ptr, size_t bytes);
   void* pop_free(const Stream* owner, size_t bin);  // with mutex_ held
   bool collect_pending();                           // with mutex_ held; true when a block became free

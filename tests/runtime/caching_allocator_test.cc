@@ -76,8 +76,12 @@ TEST(CachingAllocator, ConcurrentUseKeepsCountsExact) {
 class ManualEvent final : public Event {
  public:
   bool query() const override { return done; }
-  void synchronize(std::chrono::milliseconds, const std::string&) const override { ++synchronized; }
+  void synchronize(std::chrono::milliseconds, const std::string& what) const override {
+    ++synchronized;
+    if (stuck) throw Error(ErrorKind::kDevice, "timed out waiting for " + what);
+  }
   bool done = false;
+  bool stuck = false;            // a host wait on it runs out
   mutable int synchronized = 0;  // host waits on it
 };
 
@@ -92,10 +96,12 @@ class ManualStream final : public Stream {
   }
   std::shared_ptr<Event> record() override {
     recorded.push_back(std::make_shared<ManualEvent>());
+    recorded.back()->stuck = stuck;
     return recorded.back();
   }
   void wait(std::shared_ptr<Event>) override {}
   std::vector<std::shared_ptr<ManualEvent>> recorded;
+  bool stuck = false;  // its queued work does not finish: host waits on what it records run out
 };
 
 TEST(CachingAllocatorStreams, AStreamsFreedBlockGoesBackToThatStreamAlone) {
@@ -227,7 +233,8 @@ TEST(CachingAllocatorStreams, AnAllocationThatFindsTheDeviceFullGetsBackWhatNoQu
   Allocator& on_compute = cache.for_stream(compute);
   Allocator& on_comm = cache.for_stream(comm);
   cache.deallocate(cache.allocate(3000), 3000);                  // idle, 3072
-  on_comm.deallocate(on_comm.allocate(4000), 4000);              // kept for comm, 4096
+  void* comms = on_comm.allocate(4000);
+  on_comm.deallocate(comms, 4000);                               // kept for comm, 4096
   on_compute.deallocate(on_compute.allocate(3500), 3500);        // kept for compute, 3584
   Tensor gradient = Tensor::uninitialized(DType::kFloat32, {512}, on_compute);  // 2048
   cache.record_use(*gradient.storage(), comm);
@@ -236,9 +243,10 @@ TEST(CachingAllocatorStreams, AnAllocationThatFindsTheDeviceFullGetsBackWhatNoQu
   ASSERT_EQ(device.stats().bytes_in_use, 3072 + 4096 + 3584 + 2048);
   ASSERT_EQ(cache.cached_bytes(), 3072 + 4096 + 3584 + 2048);
 
-  // 7680 more do not fit beside the 12800 cached: compute gets the idle
-  // block, its own once its queued work is done, and the pending one once
-  // comm's event completes; comm's own stays (comm's work may use it).
+  // 7680 more do not fit beside the 12800 cached. The first stage is
+  // enough: compute gets the idle block, its own once its queued work is
+  // done, and the pending one once comm's event completes; comm's own stays
+  // (comm's work is not waited for when it need not be).
   const size_t compute_waits = compute.recorded.size();
   void* big = on_compute.allocate(7680);
   ASSERT_NE(big, nullptr);
@@ -250,18 +258,36 @@ TEST(CachingAllocatorStreams, AnAllocationThatFindsTheDeviceFullGetsBackWhatNoQu
   EXPECT_EQ(cache.pending_blocks(), 0);
   EXPECT_EQ(device.stats().bytes_in_use, 4096 + 7680);
 
-  // An allocation that does not fit even then fails with the device's
-  // kind, saying what was given back and what other streams keep.
+  // 16384 need comm's block too. While comm's queued work does not finish,
+  // its block stays, and the allocation fails with the device's kind,
+  // saying what was given back and what queued work keeps.
   on_compute.deallocate(big, 7680);
+  comm.stuck = true;
   const Error refused = error_from([&] { on_compute.allocate(16000); });
   EXPECT_EQ(refused.kind(), ErrorKind::kOutOfMemory) << refused.what();
   EXPECT_NE(refused.message().find("could not allocate 16384 bytes on the test's device (after the cache gave back "
-                                   "7680 bytes it held; 4096 more are kept for other streams' work)"),
+                                   "7680 bytes it held; 4096 more are kept for queued work)"),
             std::string::npos)
       << refused.message();
+  ASSERT_EQ(comm.recorded.size(), 2u) << "the second stage recorded an event on comm";
+  EXPECT_EQ(comm.recorded[1]->synchronized, 1);
+  EXPECT_EQ(cache.cached_bytes(), 4096);
+  EXPECT_EQ(on_comm.allocate(4000), comms) << "still kept for comm";
+  on_comm.deallocate(comms, 4000);
+
+  // Once comm's work finishes, the second stage gives its block back.
+  comm.stuck = false;
+  void* whole = on_compute.allocate(16000);
+  ASSERT_NE(whole, nullptr);
+  ASSERT_EQ(comm.recorded.size(), 3u);
+  EXPECT_EQ(comm.recorded[2]->synchronized, 1) << "comm's queued work was waited for";
+  EXPECT_EQ(cache.cached_bytes(), 0);
+  EXPECT_EQ(device.stats().bytes_in_use, 16384);
+
   // Nothing to give back: the device's own error, unchanged.
-  const Error plain = error_from([&] { cache.allocate(16000); });
-  EXPECT_EQ(plain.message(), "could not allocate 16384 bytes on the test's device");
+  const Error plain = error_from([&] { cache.allocate(1000); });
+  EXPECT_EQ(plain.message(), "could not allocate 1024 bytes on the test's device");
+  on_compute.deallocate(whole, 16000);
   cache.release_cached();
   EXPECT_EQ(device.stats().bytes_in_use, 0);
 }

@@ -52,6 +52,22 @@ Tensor gather_class_centres(const ClassCentres& centres, const std::function<Ten
   return all;
 }
 
+// The model-parallel head's row shards: its centres and their optimizer
+// state (the persistents NAME and NAME/...), rank r holding its classes'
+// rows. A checkpoint holds them whole, as the one-rank head's.
+std::function<RowShards(int)> head_row_shards(const Graph& graph, const ClassCentres& centres) {
+  std::vector<std::string> names;
+  for (const Value* value : graph.persistents()) {
+    if (value->name() == centres.weight || value->name().starts_with(centres.weight + "/")) names.push_back(value->name());
+  }
+  return [names, classes = centres.classes, ranks = centres.ranks](int rank) {
+    const ClassShard shard = class_shard(classes, ranks, rank);
+    RowShards shards;
+    for (const std::string& name : names) shards[name] = {.rows = classes, .start = shard.start, .count = shard.count};
+    return shards;
+  };
+}
+
 }  // namespace
 
 void initialize_class_centres(Session& session, const ClassCentres& centres, int rank) {
@@ -85,12 +101,6 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   ClassifierGraph train = build_classifier(options.model, options.batch / ranks, /*training=*/true, zoo);
   if (train.class_centres && ranks > 1) {
     strategy.data_parallel.distributed_parameters.insert(train.class_centres->weight);
-    if (!options.checkpoint.empty() || !options.resume.empty()) {
-      throw Error(ErrorKind::kUnsupported, "checkpoints of a model-parallel head (each of the " + std::to_string(ranks) +
-                                               " ranks holds its own rows of '" + train.class_centres->weight +
-                                               "') are not written yet; train '" + options.model +
-                                               "' without --checkpoint and --resume, or on one rank");
-    }
   }
   TrainingGraph step = minimize(*train.graph, train.loss, options.optimizer, strategy);
   SessionOptions session_options;
@@ -139,6 +149,7 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   trainer_options.profiler = options.profiler;
   trainer_options.before_steps = options.before_steps;
   trainer_options.after_step = options.after_step;
+  if (train.class_centres && ranks > 1) trainer_options.row_shards = head_row_shards(*train.graph, *train.class_centres);
   Trainer trainer = world ? Trainer(*world, step, loader, trainer_options) : Trainer(session, step, loader, trainer_options);
   if (!options.resume.empty()) trainer.resume(options.resume);
   const int local_sessions = world ? ranks : 1;

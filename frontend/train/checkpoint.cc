@@ -1,8 +1,10 @@
 #include "frontend/train/checkpoint.h"
 
+#include <cstring>
 #include <map>
 
 #include "core/error.h"
+#include "core/shape.h"
 #include "frontend/data/npy.h"
 
 namespace weir {
@@ -15,17 +17,54 @@ constexpr const char* kRngKey = "__rng_state__";
 
 }  // namespace
 
-void save_checkpoint(const std::filesystem::path& path, const Session& session, int64_t step) {
+void save_checkpoint(const std::filesystem::path& path, const Session& session, int64_t step,
+                     const std::map<std::string, Tensor>& whole) {
   std::vector<std::pair<std::string, Tensor>> arrays;
   arrays.emplace_back(kStepKey, Tensor::scalar<int64_t>(step));
   arrays.emplace_back(kRngKey, Tensor::scalar<int64_t>(static_cast<int64_t>(session.rng_state())));
   for (const Value* value : session.plan().graph().persistents()) {
-    arrays.emplace_back(value->name(), session.host_state(value->name()));
+    auto gathered = whole.find(value->name());
+    arrays.emplace_back(value->name(), gathered != whole.end() ? gathered->second : session.host_state(value->name()));
   }
   write_npz(path, arrays);
 }
 
-int64_t load_checkpoint(const std::filesystem::path& path, Session& session) {
+namespace {
+
+// The session's value `current` with its first shard.count rows replaced by
+// rows [start, start + count) of the checkpoint's whole value; padding rows
+// are kept. Throws kFormat naming the value and the file unless the whole
+// value is `current` with shard.rows rows.
+Tensor rows_of_whole(const std::filesystem::path& path, const std::string& name, const Tensor& whole,
+                     const Tensor& current, const RowShard& shard) {
+  const std::vector<int64_t>& sizes = current.sizes();
+  std::vector<int64_t> expected = sizes;
+  if (!expected.empty()) expected[0] = shard.rows;
+  if (sizes.empty() || shard.count < 0 || shard.count > sizes[0] || shard.start < 0 ||
+      shard.start + shard.count > shard.rows) {
+    throw Error(ErrorKind::kInvalidArgument, "value '" + name + "' (" + current.type_string() + ") cannot hold rows " +
+                                                 std::to_string(shard.start) + ".." +
+                                                 std::to_string(shard.start + shard.count) + " of " +
+                                                 std::to_string(shard.rows));
+  }
+  if (whole.dtype() != current.dtype() || whole.sizes() != expected) {
+    throw Error(ErrorKind::kFormat, "checkpoint value '" + name + "' is " + whole.type_string() + "; this rank holds " +
+                                        std::to_string(shard.count) + " of its rows, so it must be " +
+                                        std::string(dtype_name(current.dtype())) + format_sizes(expected))
+        .with_file(path.string());
+  }
+  Tensor rows = current.clone();
+  const size_t row_bytes = sizes[0] > 0 ? current.nbytes() / static_cast<size_t>(sizes[0]) : 0;
+  if (shard.count > 0) {
+    std::memcpy(rows.raw_data(), static_cast<const char*>(whole.raw_data()) + static_cast<size_t>(shard.start) * row_bytes,
+                static_cast<size_t>(shard.count) * row_bytes);
+  }
+  return rows;
+}
+
+}  // namespace
+
+int64_t load_checkpoint(const std::filesystem::path& path, Session& session, const RowShards& shards) {
   std::map<std::string, Tensor> arrays = read_npz(path);
   auto scalar = [&](const char* key) {
     auto it = arrays.find(key);
@@ -50,6 +89,11 @@ int64_t load_checkpoint(const std::filesystem::path& path, Session& session) {
     if (it == arrays.end()) {
       throw Error(ErrorKind::kFormat, "checkpoint has no value '" + value->name() + "' that graph '" + graph.name() +
                                           "' needs").with_file(path.string());
+    }
+    auto shard = shards.find(value->name());
+    if (shard != shards.end()) {
+      it->second = rows_of_whole(path, value->name(), it->second, session.host_state(value->name()), shard->second);
+      continue;
     }
     Tensor current = session.state(value->name());
     if (it->second.dtype() != current.dtype() || it->second.sizes() != current.sizes()) {

@@ -8,17 +8,42 @@
 // Loading checks the checkpoint against the session's graph: a missing or
 // unexpected value, or one of another dtype or shape, is a weir::Error
 // naming the value and the file, and the session is left unchanged.
+//
+// Row shards. A value held in row shards over the ranks of a world (a
+// model-parallel head's class centres and their optimizer state) is saved
+// whole, as a one-rank run holds it, so the checkpoint resumes on any world
+// size: the caller gathers it and passes it as `whole`. Loading with
+// `shards` gives each such value this rank's rows of the whole one.
+//
+//   weir::save_checkpoint("ckpt.npz", session, 500, {{"head/weight", gathered}});   // gathered: [C, D]
+//   weir::load_checkpoint("ckpt.npz", session, {{"head/weight", {.rows = C, .start = 51, .count = 50}}});
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "runtime/session.h"
 
 namespace weir {
 
-void save_checkpoint(const std::filesystem::path& path, const Session& session, int64_t step);
+// This rank's part of a row-sharded value: rows [start, start + count) of
+// the whole value's `rows`, in its tensor's first `count` rows. Any rows
+// past them are padding of its own (a shard padded to every rank's width),
+// which loading leaves as they are.
+struct RowShard {
+  int64_t rows = 0;
+  int64_t start = 0;
+  int64_t count = 0;
+};
+using RowShards = std::map<std::string, RowShard>;  // by value name
+
+// `whole`: values written instead of the session's own (row-sharded values, gathered).
+void save_checkpoint(const std::filesystem::path& path, const Session& session, int64_t step,
+                     const std::map<std::string, Tensor>& whole = {});
 // Restores the session's persistent values and RNG state; returns the step.
-int64_t load_checkpoint(const std::filesystem::path& path, Session& session);
+// The values named in `shards` are whole in the checkpoint; this rank's rows are taken.
+int64_t load_checkpoint(const std::filesystem::path& path, Session& session, const RowShards& shards = {});
 
 }  // namespace weir

@@ -28,6 +28,12 @@
 // world's loss; only rank 0 writes checkpoints, and every rank resumes from
 // the same file (a file system all hosts see), whatever the world size was
 // when it was written.
+//
+// Row-sharded state (a model-parallel head's class centres and their
+// optimizer state, TrainerOptions::row_shards) differs from rank to rank:
+// save() gathers it whole on rank 0, so every rank of a world of processes
+// takes part in save(), and resume() gives each rank its rows. Such a
+// checkpoint holds what a one-rank run's does and resumes on any world size.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +46,7 @@
 #include "frontend/data/data_loader.h"
 #include "frontend/optim/lr_schedule.h"
 #include "frontend/optim/optimizer.h"
+#include "frontend/train/checkpoint.h"
 #include "runtime/in_process_ranks.h"
 #include "runtime/session.h"
 
@@ -69,6 +76,10 @@ struct TrainerOptions {
   // saved job stopped, while its step numbers, which are the sync rounds of
   // the fresh servers, start again at 1.
   int64_t first_batch = 0;
+  // Persistent values held in row shards over the ranks (see above): rank
+  // r's shard of each, for r in [0, ranks). Unset: every rank's state is
+  // the same.
+  std::function<RowShards(int rank)> row_shards{};
 };
 
 struct TrainStats {
@@ -91,7 +102,7 @@ class Trainer {
   TrainStats run_epochs(int64_t epochs);  // up to the end of the epoch `epochs` later
 
   // Writes a checkpoint on rank 0 (temp file, then rename); other ranks of a
-  // world of processes write nothing.
+  // world of processes write nothing (with row shards, they send theirs).
   void save(const std::filesystem::path& path) const;
   void resume(const std::filesystem::path& path);
 
@@ -99,6 +110,11 @@ class Trainer {
   Trainer(Session& session, InProcessRanks* ranks, TrainingGraph graph, DataLoader& loader, TrainerOptions options);
   // One step on every rank; returns rank 0's outputs.
   std::vector<Tensor> run_step(const std::map<std::string, Tensor>& feeds);
+  // The row-sharded values whole, on rank 0 (other ranks of a world of
+  // processes send their shards and get nothing).
+  std::map<std::string, Tensor> gather_row_shards() const;
+  int ranks() const;  // of the world the trainer's sessions are ranks of (1: none)
+  int rank() const;   // this process's (0 for an in-process world)
 
   Session& session_;        // rank 0's with InProcessRanks
   InProcessRanks* ranks_ = nullptr;

@@ -15,6 +15,7 @@
 #include "frontend/nn/layers.h"
 #include "frontend/optim/lr_schedule.h"
 #include "frontend/optim/optimizer.h"
+#include "frontend/data/npy.h"
 #include "frontend/train/checkpoint.h"
 #include "frontend/train/trainer.h"
 #include "runtime/plan.h"
@@ -413,6 +414,47 @@ TEST(Checkpoints, AMismatchedCheckpointIsRefusedAndChangesNothing) {
   EXPECT_TRUE(session.state("fc1/weight").bitwise_equal(before));
   EXPECT_THROW(load_checkpoint(dir / "missing.npz", session), Error);
   EXPECT_EQ(load_checkpoint(dir / "ok.npz", session), 3);
+}
+
+// A row-sharded value (a model-parallel head's) is saved whole, the caller
+// having gathered it, and loaded as this rank's rows: its padding rows stay
+// as they are. A whole value of another height is refused naming it and the
+// file, and nothing changes.
+TEST(Checkpoints, ARowShardedValueIsSavedWholeAndLoadedAsThisRanksRows) {
+  testing::ScratchDir dir;
+  GraphBuilder b("sharded", 1);
+  Tensor shard(DType::kFloat32, {3, 2});  // two rows of the whole, one of padding
+  for (int64_t i = 0; i < 6; ++i) shard.data<float>()[i] = static_cast<float>(100 + i);
+  Var w = b.parameter("w", shard);
+  b.output(w * 2.0);
+  auto graph = b.finish();
+  Session session(compile(*graph));
+  Tensor whole(DType::kFloat32, {5, 2});
+  for (int64_t i = 0; i < 10; ++i) whole.data<float>()[i] = static_cast<float>(i);
+  const std::filesystem::path path = dir / "sharded.npz";
+  save_checkpoint(path, session, 7, {{"w", whole}});
+  EXPECT_TRUE(read_npz(path).at("w").bitwise_equal(whole)) << "written whole";
+
+  EXPECT_EQ(load_checkpoint(path, session, {{"w", {.rows = 5, .start = 3, .count = 2}}}), 7);
+  const Tensor loaded = session.host_state("w").clone();
+  EXPECT_EQ(std::vector<float>(loaded.data<float>(), loaded.data<float>() + 6),
+            (std::vector<float>{6, 7, 8, 9, 104, 105}))
+      << "rows 3 and 4 of the whole, then the padding row as it was";
+
+  try {
+    load_checkpoint(path, session, {{"w", {.rows = 6, .start = 4, .count = 2}}});
+    ADD_FAILURE() << "a whole value of 5 rows loaded as rows of 6";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+    EXPECT_NE(std::string(e.what()).find("checkpoint value 'w' is f32[5,2]; this rank holds 2 of its rows, so it must "
+                                         "be f32[6,2]"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("sharded.npz"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(session.host_state("w").bitwise_equal(loaded)) << "a refused checkpoint changes nothing";
+  // Without shards the whole value does not fit this rank's.
+  EXPECT_THROW(load_checkpoint(path, session), Error);
 }
 
 TEST(LrSchedules, StepCosineAndWarmup) {

@@ -2,7 +2,6 @@
 
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 
 #include "ops/cuda/conv_device.h"
@@ -71,6 +70,11 @@ struct ConvOperands {
 // already in the form cuDNN reads, and gives cuDNN its workspace, in
 // scratch of its own launch (cuda::LaunchScratch).
 //
+// Concurrent runs of one plan share the runner. Only the plan is shared
+// state: it is taken under the runner's mutex, and each run holds its own
+// reference while it enqueues, with a cuDNN handle of its own (the pool's),
+// so launches from several threads do not wait for each other.
+//
 // f16 and bf16 data whose result has the data's type run natively: cuDNN
 // reads and writes the 16-bit data (tensor cores, f32 accumulation), the
 // result rounded once. A channels-last input (FusedConv's NHWC, one or two
@@ -88,7 +92,7 @@ class ConvRunner {
   bool result_channels_last(KernelContext& ctx, ConvDirection direction, const ConvProblem& p, ElementType type,
                             bool in_channels_last, ElementType dest_type) {
     cuda::CudnnHandle handle(ctx.stream()->device().index);
-    return plan(ctx, handle.get(), direction, p, type, in_channels_last, dest_type).format().channels_last;
+    return plan(ctx, handle.get(), direction, p, type, in_channels_last, dest_type)->format().channels_last;
   }
 
   // Enqueues `direction` of `p` and writes the result, in p's sizes, to
@@ -99,7 +103,9 @@ class ConvRunner {
     cudaStream_t stream = cuda::cuda_stream(ctx);
     cuda::CudnnHandle handle(ctx.stream()->device().index);
     cuda::cudnn_check(cuda::cudnn().set_stream(handle.get(), stream), where(ctx) + ": cudnnSetStream");
-    const cuda::CudnnConv& conv = plan(ctx, handle.get(), direction, p, type, operands.in_channels_last, dest_type);
+    const std::shared_ptr<const cuda::CudnnConv> planned =
+        plan(ctx, handle.get(), direction, p, type, operands.in_channels_last, dest_type);
+    const cuda::CudnnConv& conv = *planned;
     if (conv.format().data != CUDNN_DATA_FLOAT) {
       run_native(ctx, handle.get(), conv, direction, p, type, operands, dest);
       return;
@@ -198,22 +204,21 @@ class ConvRunner {
   }
 
   // The plan for these arguments: the last one if they are the last's.
-  const cuda::CudnnConv& plan(KernelContext& ctx, cudnnHandle_t handle, ConvDirection direction, const ConvProblem& p,
-                              ElementType type, bool in_channels_last, ElementType dest_type) {
+  std::shared_ptr<const cuda::CudnnConv> plan(KernelContext& ctx, cudnnHandle_t handle, ConvDirection direction,
+                                              const ConvProblem& p, ElementType type, bool in_channels_last,
+                                              ElementType dest_type) {
     const bool native = type != ElementType::kFloat32 && dest_type == type && !(in_channels_last && p.spatial_rank > 2);
     const cuda::CudnnConvFormat wanted{.data = native ? cudnn_type(type) : CUDNN_DATA_FLOAT,
                                        .channels_last = native && in_channels_last};
-    if (plan_ && planned_direction_ == direction && same_problem(planned_, p) && planned_format_ == wanted) return *plan_;
-    plan_.reset();
-    plan_.emplace(p, direction, wanted, handle, where(ctx));
-    if (!plan_->usable()) {
-      plan_.reset();
-      plan_.emplace(p, direction, cuda::CudnnConvFormat{}, handle, where(ctx));
-    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (plan_ && planned_direction_ == direction && same_problem(planned_, p) && planned_format_ == wanted) return plan_;
+    auto made = std::make_shared<const cuda::CudnnConv>(p, direction, wanted, handle, where(ctx));
+    if (!made->usable()) made = std::make_shared<const cuda::CudnnConv>(p, direction, cuda::CudnnConvFormat{}, handle, where(ctx));
+    plan_ = std::move(made);  // a run still enqueueing the old plan keeps its own reference
     planned_ = p;
     planned_direction_ = direction;
     planned_format_ = wanted;
-    return *plan_;
+    return plan_;
   }
 
   // A run on the 16-bit data itself: only asymmetric pads (a padded copy
@@ -273,7 +278,8 @@ class ConvRunner {
     cuda::check_launch(ctx, "shifted_copy (crop)");
   }
 
-  std::optional<cuda::CudnnConv> plan_;
+  std::mutex mutex_;  // guards the plan and what it was made for
+  std::shared_ptr<const cuda::CudnnConv> plan_;
   ConvProblem planned_;
   ConvDirection planned_direction_ = ConvDirection::kForward;
   cuda::CudnnConvFormat planned_format_;
@@ -315,7 +321,6 @@ class ConvCudaKernel final : public OpKernel {
     Tensor& y = ctx.allocate_output(0, x.dtype(), y_sizes, KernelContext::Fill::kUninitialized);
     if (y.num_elements() == 0) return;
 
-    std::lock_guard<std::mutex> lock(mutex_);
     const ConvDirection direction = forward ? ConvDirection::kForward : ConvDirection::kBackwardData;
     // The convolution's result (the sums) is in the data's type: f32 for
     // f32, and for f16/bf16 what cuDNN writes natively (or the widened
@@ -367,7 +372,6 @@ class ConvCudaKernel final : public OpKernel {
   ConvKind kind_;
   FusedActivation activation_{};
   bool channels_last_ = false;
-  std::mutex mutex_;  // concurrent runs of one plan share the plan
   ConvRunner runner_;
 };
 
@@ -393,7 +397,6 @@ class ConvGradCudaKernel final : public OpKernel {
     Tensor& grad = ctx.allocate_output(0, grad_dtype, weight_ ? w.sizes() : x.sizes(),
                                        empty ? KernelContext::Fill::kZeros : KernelContext::Fill::kUninitialized);
     if (empty) return;
-    std::lock_guard<std::mutex> lock(mutex_);
     // For ConvTranspose the problem's output side is X and its input side dY's.
     if (weight_) {
       ConvOperands operands{.in = transposed_ ? &dy : &x, .out = transposed_ ? &x : &dy};
@@ -408,7 +411,6 @@ class ConvGradCudaKernel final : public OpKernel {
  private:
   bool weight_;
   bool transposed_;
-  std::mutex mutex_;
   ConvRunner runner_;
 };
 

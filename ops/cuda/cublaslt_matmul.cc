@@ -1,6 +1,7 @@
 #include "ops/cuda/cublaslt_matmul.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/backend.h"
@@ -151,11 +152,18 @@ bool LtMatmul::try_run(const KernelContext& ctx, const LtProblem& p, const LtOpe
                 p.stride_d, static_cast<int>(p.epilogue), align_a, align_b, align_d, align_bias};
 
   const CublasLtApi& lt = cublaslt();
-  std::lock_guard<std::mutex> lock(mutex_);
-  CublasLtHandle handle(ctx.stream()->device().index);
+  CublasLtHandle handle(ctx.stream()->device().index);  // this launch's own, from the pool
   Description description(ctx, p, x, where);
-  auto found = choices_.find(key);
-  if (found == choices_.end()) {
+  // The choices are the only state runs share, so the mutex is held only to
+  // look one up and to keep one: launches from several threads do not wait
+  // for each other (two that miss at once both ask; the first answer stays).
+  std::optional<Choice> known;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = choices_.find(key);
+    if (found != choices_.end()) known = found->second;
+  }
+  if (!known) {
     LtObject<cublasLtMatmulPreference_t> preference(lt.preference_destroy);
     description.check(lt.preference_create(preference.out()), "cublasLtMatmulPreferenceCreate");
     auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const void* value, size_t bytes) {
@@ -194,9 +202,10 @@ bool LtMatmul::try_run(const KernelContext& ctx, const LtProblem& p, const LtOpe
       }
     }
     if (!choice.found) choice = choose();
-    found = choices_.emplace(key, choice).first;
+    std::lock_guard<std::mutex> lock(mutex_);
+    known = choices_.emplace(key, choice).first->second;
   }
-  const Choice& choice = found->second;
+  const Choice& choice = *known;
   if (!choice.found) return false;
 
   const LaunchScratch workspace(ctx, {choice.workspace_bytes});

@@ -76,7 +76,7 @@ class LtMatmul {
   using Key = std::tuple<DType, DType, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, int64_t, int,
                          uint32_t, uint32_t, uint32_t, uint32_t>;
 
-  std::mutex mutex_;  // guards the choices: a kernel may run from several threads at once
+  std::mutex mutex_;  // guards the choices (held to look up or keep one, not to launch)
   std::map<Key, Choice> choices_;
 };
 

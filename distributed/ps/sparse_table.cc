@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/splitmix.h"
@@ -75,8 +76,9 @@ int64_t SparseTable::lookup_slot(Shard& shard, int64_t id, bool count_lookup) {
   }
   if (!count_lookup) return -1;
   if (config_.admit_after > 1) {
-    int64_t& seen = shard.lookups[id];
-    if (++seen < config_.admit_after) return -1;
+    Shard::Lookups& seen = shard.lookups[id];
+    seen.unseen_passes = 0;
+    if (++seen.count < config_.admit_after) return -1;
     shard.lookups.erase(id);
   }
   uint32_t slot;
@@ -257,20 +259,33 @@ void SparseTable::load_shard(int shard_index, std::string_view bytes, const std:
 
 int64_t SparseTable::end_pass(int max_unseen_passes) {
   int64_t dropped = 0;
+  const auto limit = static_cast<uint32_t>(std::max(max_unseen_passes, 0));
   for (auto& shard_ptr : shards_) {
     Shard& shard = *shard_ptr;
     std::lock_guard lock(shard.mutex);
     for (uint32_t slot = 0; slot < shard.slot_ids.size(); ++slot) {
       if (shard.slot_ids[slot] < 0) continue;
-      if (++shard.unseen_passes[slot] > static_cast<uint32_t>(std::max(max_unseen_passes, 0))) {
+      if (++shard.unseen_passes[slot] > limit) {
         shard.slots.erase(shard.slot_ids[slot]);
         shard.slot_ids[slot] = -1;
         shard.free_slots.push_back(slot);
         ++dropped;
       }
     }
+    for (auto it = shard.lookups.begin(); it != shard.lookups.end();) {
+      it = ++it->second.unseen_passes > limit ? shard.lookups.erase(it) : std::next(it);
+    }
   }
   return dropped;
+}
+
+int64_t SparseTable::num_counted_ids() const {
+  int64_t counted = 0;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mutex);
+    counted += static_cast<int64_t>(shard->lookups.size());
+  }
+  return counted;
 }
 
 }  // namespace weir::ps

@@ -10,7 +10,10 @@
 //
 // Admission (Paddle's count_filter_entry): an id gets a row at its
 // admit_after-th lookup; before that it reads zeros and its gradients are
-// dropped. A row starts as initial_table_row(config.init, id).
+// dropped. A row starts as initial_table_row(config.init, id). end_pass
+// forgets the lookups of an id not yet admitted as it drops rows: after
+// `max_unseen_passes` passes without a lookup, so one-off ids do not pile
+// up counters for the life of the job.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +60,11 @@ class SparseTable {
   void load_shard(int shard, std::string_view bytes, const std::string& source);
 
   // Ends a pass: rows not looked up in the last `max_unseen_passes` passes
-  // (this one included) are dropped. Returns how many.
+  // (this one included) are dropped, and so are the lookup counts of ids
+  // below admission that went as long unseen. Returns how many rows.
   int64_t end_pass(int max_unseen_passes);
+  // Ids below admission whose lookups are being counted, over all shards.
+  int64_t num_counted_ids() const;
 
  private:
   struct Shard {
@@ -68,7 +74,11 @@ class SparseTable {
     std::vector<int64_t> slot_ids;                  // per slot; -1 when free
     std::vector<uint32_t> unseen_passes;            // per slot
     std::vector<uint32_t> free_slots;
-    std::unordered_map<int64_t, int64_t> lookups;   // ids not admitted yet: lookups so far
+    struct Lookups {
+      int64_t count = 0;          // so far
+      uint32_t unseen_passes = 0;  // ended since the last
+    };
+    std::unordered_map<int64_t, Lookups> lookups;   // ids not admitted yet
   };
 
   // The slot of `id` in `shard`, creating the row when the lookup admits

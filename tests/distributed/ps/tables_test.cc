@@ -182,6 +182,35 @@ TEST(SparseTable, EndPassDropsRowsUnseenForTheGivenPasses) {
   EXPECT_EQ(row, initial_row(sparse_config(2), 2)) << "a dropped row starts again from its initializer";
 }
 
+// The lookup counts of ids below admission go as unseen rows do, so
+// one-off ids do not hold counters for the life of the job; an id looked up
+// again in time keeps its count.
+TEST(SparseTable, EndPassForgetsTheLookupsOfIdsBelowAdmissionLeftUnseen) {
+  auto config = sparse_config(2);
+  config.admit_after = 3;
+  SparseTable table(config);
+  std::vector<float> row(2);
+  const std::vector<int64_t> steady = {7}, once = {8};
+  table.pull(steady, row.data());
+  table.pull(once, row.data());
+  EXPECT_EQ(table.num_counted_ids(), 2);
+  EXPECT_EQ(table.end_pass(1), 0);  // both seen in this pass
+  EXPECT_EQ(table.num_counted_ids(), 2);
+  table.pull(steady, row.data());   // 7's second lookup
+  EXPECT_EQ(table.end_pass(1), 0);  // no rows yet
+  EXPECT_EQ(table.num_counted_ids(), 1) << "8 went a pass unseen: its count is forgotten";
+  table.pull(steady, row.data());
+  EXPECT_EQ(row, initial_row(config, 7)) << "7 kept its count: the third lookup admits it";
+  EXPECT_EQ(table.num_counted_ids(), 0);
+  for (int lookup = 1; lookup <= 2; ++lookup) {
+    table.pull(once, row.data());
+    EXPECT_EQ(row, std::vector<float>({0, 0})) << "8 counts again from 1: lookup " << lookup;
+  }
+  table.pull(once, row.data());
+  EXPECT_EQ(row, initial_row(config, 8));
+  EXPECT_EQ(table.num_rows(), 2);
+}
+
 TEST(SparseTable, ShardsSaveAndLoadWithTheirOptimizerState) {
   const auto config = sparse_config(3, TableRule::kAdagrad);
   SparseTable table(config), restored(config);

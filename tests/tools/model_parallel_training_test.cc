@@ -169,6 +169,27 @@ TEST(ModelParallelTraining, CheckpointsHoldTheWholeHeadAndResumeOnAnyWorldSize) 
       "checkpoint value 'head/weight' is f32[101,512]; this rank holds 52 of its rows, so it must be f32[103,512]");
 }
 
+// A saved training graph of the one-rank head carries its centres (a
+// session fills them only after it starts), so train --graph starts from
+// them: with zeros every cosine was 0/0 and every loss NaN.
+TEST(ModelParallelTraining, ASavedTrainingGraphCarriesTheCentres) {
+  testing::ScratchDir dir;
+  const std::string step = (dir / "step.weir").string();
+  const ProcessResult saved = testing::run_command(kGraphRunner + kArcface + " --steps 1 --save-training-graph " + step);
+  ASSERT_EQ(saved.status, 0) << saved.output;
+  Model model = load_model(step);
+  const Value* centres = model.graph->find_value("head/weight");
+  ASSERT_NE(centres, nullptr);
+  ASSERT_TRUE(centres->data().defined());
+  EXPECT_EQ(centres->data().sizes(), (std::vector<int64_t>{101, 512}));
+  const ProcessResult trained =
+      testing::run_command(kGraphRunner + " train --graph " + step + " --data synthetic --steps 3 --print-losses");
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const std::vector<std::string> losses = losses_of(trained);
+  ASSERT_EQ(losses.size(), 3u) << trained.output;
+  for (const std::string& loss : losses) EXPECT_TRUE(std::isfinite(std::stod(loss))) << trained.output;
+}
+
 TEST(ModelParallelTraining, BadRequestsAreClearErrors) {
   testing::expect_cli_error(testing::run_graph_runner("train --model lenet --margin cosface --data synthetic --steps 1"),
                             "--margin and --sample-ratio shape the margin head of --model arcface");
@@ -177,6 +198,12 @@ TEST(ModelParallelTraining, BadRequestsAreClearErrors) {
   testing::expect_cli_error(testing::run_graph_runner("train --model arcface --classes 3 --data synthetic --steps 1 "
                                                       "--batch 4 --data-parallel 4"),
                             "3 classes cannot be sharded over 4 ranks");
+  // One saved graph cannot carry every rank's own rows of the centres.
+  testing::ScratchDir dir;
+  testing::expect_cli_error(testing::run_graph_runner("train --model arcface --data synthetic --steps 1 --batch 4 "
+                                                      "--data-parallel 2 --save-training-graph " +
+                                                      (dir / "step.weir").string()),
+                            "--save-training-graph with --model arcface on 2 ranks");
 }
 
 }  // namespace

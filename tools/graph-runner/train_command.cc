@@ -632,6 +632,13 @@ void train(const TrainArgs& args) {
     write_npy(args.test_batch + "-labels.npy", test_y.slice(0, n).clone());
   }
 
+  if (!args.save_training_graph.empty() && args.model == "arcface" && ranks > 1) {
+    // Refused on every rank, before any collective, so no rank waits for one that failed.
+    throw Error(ErrorKind::kUnsupported,
+                "--save-training-graph with --model arcface on " + std::to_string(ranks) +
+                    " ranks: each rank's program holds its own rows of the class centres ('head/weight'), which one "
+                    "saved graph cannot carry; save the training graph of one rank, or train --model arcface itself");
+  }
   if (!args.save_training_graph.empty() && rank0) {
     // One rank's program, on its share of the batch.
     models::ClassifierGraph step =
@@ -639,6 +646,14 @@ void train(const TrainArgs& args) {
     Strategy strategy = options.strategy;
     strategy.data_parallel.ranks = ranks;
     minimize(*step.graph, step.loss, options.optimizer, strategy);
+    if (step.class_centres) {
+      // A session fills the head's centres after it starts; a saved graph
+      // carries them, or train --graph would start from zeros (0/0 cosines).
+      const models::ClassCentres& centres = *step.class_centres;
+      Tensor rows(DType::kFloat32, {centres.classes, options.zoo.embedding});
+      nn::fill_class_centres(rows, centres.classes, 1, 0, centres.seed);
+      step.graph->find_value(centres.weight)->set_data(std::move(rows));
+    }
     Model model;
     model.graph = std::move(step.graph);
     save_model(model, args.save_training_graph);

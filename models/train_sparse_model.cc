@@ -4,11 +4,15 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -100,6 +104,47 @@ int64_t read_batches_trained(const std::filesystem::path& directory, int worker)
     throw Error(ErrorKind::kFormat, "expected 'batches_trained N' with N >= 0").with_file(file.string());
   }
   return batches;
+}
+
+constexpr const char* kLatest = "latest";
+
+// The step directory of the checkpoint `directory` holds: the one its
+// `latest` names, or `directory` itself when it has none (a step directory,
+// or a checkpoint written before they had step directories).
+std::filesystem::path checkpoint_in(const std::filesystem::path& directory) {
+  const std::filesystem::path pointer = directory / kLatest;
+  std::ifstream in(pointer);
+  if (!in) return directory;
+  std::string name;
+  if (!(in >> name) || !name.starts_with("step-") || name.find('/') != std::string::npos ||
+      !std::filesystem::is_directory(directory / name)) {
+    throw Error(ErrorKind::kFormat, "expected the name of a step-B directory beside it, got '" + name + "'")
+        .with_file(pointer.string());
+  }
+  return directory / name;
+}
+
+// After the checkpoint `current` is whole: save_to/latest names it, and the
+// step directories but it and the one before go (a failure to remove one
+// is not worth failing the job for).
+void make_latest(const std::filesystem::path& save_to, const std::filesystem::path& current) {
+  write_file_atomically(save_to / kLatest, current.filename().string() + "\n");
+  std::vector<std::pair<int64_t, std::filesystem::path>> steps;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(save_to, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !name.starts_with("step-")) continue;
+    try {
+      size_t end = 0;
+      const int64_t batches = std::stoll(name.substr(5), &end);
+      if (end + 5 == name.size()) steps.emplace_back(batches, entry.path());
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i + 2 < steps.size(); ++i) {
+    if (steps[i].second != current) std::filesystem::remove_all(steps[i].second, ec);
+  }
 }
 
 void write_batches_trained(const std::filesystem::path& directory, int worker, int64_t batches) {
@@ -284,14 +329,42 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
                                                                                        : nullptr;
   WorkerMeetings meetings(servers, workers);
   int64_t first_batch = 0;
+  std::filesystem::path resumed_from;
   if (on_servers) {
-    if (resuming) first_batch = read_batches_trained(options.resume_from, options.worker);
+    if (resuming) {
+      resumed_from = checkpoint_in(options.resume_from);
+      first_batch = read_batches_trained(resumed_from, options.worker);
+    }
     create_tables(*options.client, step, *model.graph, /*offer_initial=*/!resuming);
     if (resuming) {
-      if (options.worker == 0) options.client->load(options.resume_from);
-      meetings.meet("before training (worker 0 loads the tables saved in " + options.resume_from.string() + ")");
+      if (options.worker == 0) options.client->load(resumed_from);
+      meetings.meet("before training (worker 0 loads the tables saved in " + resumed_from.string() + ")");
     }
   }
+  if (options.save_every < 0 || (options.save_every > 0 && options.save_to.empty())) {
+    throw Error(ErrorKind::kInvalidArgument, "saving every " + std::to_string(options.save_every) +
+                                                 " steps needs a positive count and a directory to save in");
+  }
+  if (options.save_every > 0 && options.trainer_threads != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "saving every N steps needs one trainer thread (" +
+                                                 std::to_string(options.trainer_threads) +
+                                                 " Hogwild threads have no common step to save at)");
+  }
+  std::vector<std::filesystem::path> saved;
+  // Every worker has trained `rounds` steps of this job, `first_batch +
+  // rounds` batches in all: the servers write their tables once every push
+  // of those steps is there.
+  auto save = [&](int64_t rounds, bool training_goes_on) {
+    const std::filesystem::path directory = options.save_to / ("step-" + std::to_string(first_batch + rounds));
+    options.client->flush();
+    if (options.strategy.parameter_server.mode == PsMode::kSync) wait_for_rounds(*options.client, step, rounds);
+    write_batches_trained(directory, options.worker, first_batch + rounds);
+    meetings.meet("before the servers save the tables in " + directory.string());
+    if (options.worker == 0) options.client->save(directory);
+    if (training_goes_on) meetings.meet("after the servers saved the tables in " + directory.string());
+    if (options.worker == 0) make_latest(options.save_to, directory);
+    saved.push_back(directory);
+  };
   int64_t rows_dropped = 0;
   auto end_of_pass = [&] {
     if (options.shrink_after_passes <= 0) return;
@@ -326,6 +399,8 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     const int64_t per_epoch = loader.batches_per_epoch();
     trainer_options.after_step = [&](int64_t number, double) {
       if ((number + first_batch) % per_epoch == 0) end_of_pass();
+      const bool last = options.steps > 0 && number == options.steps;  // the end-of-training save follows
+      if (options.save_every > 0 && number % options.save_every == 0 && !last) save(number, /*training_goes_on=*/true);
     };
     Trainer trainer(*session, step, loader, trainer_options);
     stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
@@ -336,11 +411,8 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     options.client->flush();
     if (options.strategy.parameter_server.mode == PsMode::kSync) wait_for_rounds(*options.client, step, stats.steps);
   }
-  if (!options.save_to.empty()) {
-    write_batches_trained(options.save_to, options.worker, first_batch + stats.steps);
-    meetings.meet("before the servers save the tables");
-    if (options.worker == 0) options.client->save(options.save_to);
-  }
+  const bool saved_at_the_end = !saved.empty() && saved.back().filename() == "step-" + std::to_string(first_batch + stats.steps);
+  if (!options.save_to.empty() && !saved_at_the_end) save(stats.steps, /*training_goes_on=*/false);
   const bool evaluating = test != nullptr && !test->empty();
   // Worker 0 evaluates the servers' tables once every worker's last push is
   // there: a Geo-SGD worker still training holds deltas the servers have
@@ -363,6 +435,8 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
   result.training = step;
   result.first_batch = first_batch;
   result.rows_dropped = rows_dropped;
+  result.saved = saved;
+  result.resumed_from = resumed_from;
   if (evaluating && options.worker == 0) {
     if (session == nullptr && !on_servers) {
       throw Error(ErrorKind::kUnsupported, "evaluating a local model trained by several threads is not supported");

@@ -53,13 +53,20 @@ struct SparseModelTraining {
   // gRPC client under a communicator or a Geo-SGD client): the workers'
   // barriers go through it. Null: `client` itself.
   std::shared_ptr<ParameterClient> servers{};
-  // On parameter servers. save_to: after training the workers meet, worker
-  // 0 has the servers write every table there (each shard's file
-  // atomically) and every worker writes how many batches it trained
-  // (worker-W.state). resume_from: before training worker 0 has the servers
-  // read the tables saved there, the workers meet, and each continues the
-  // data where it stopped; the step numbers (sync rounds) start again at 1.
+  // On parameter servers. save_to: after training (and every `save_every`
+  // steps) the workers meet, worker 0 has the servers write every table
+  // (each shard's file atomically) and every worker writes how many batches
+  // it trained (worker-W.state), all in save_to/step-B, B the batches
+  // trained. Then worker 0 points save_to/latest at it (atomically) and
+  // removes the step directories but the newest two, so a checkpoint is
+  // whole or not there. A save in the middle of training has the workers
+  // meet once more after it, so no push lands while the servers write.
+  // resume_from: the checkpoint save_to/latest names, or a step directory
+  // itself; before training worker 0 has the servers read its tables, the
+  // workers meet, and each continues the data where it stopped; the step
+  // numbers (sync rounds) start again at 1.
   std::filesystem::path save_to{};
+  int64_t save_every = 0;  // steps; one trainer thread
   std::filesystem::path resume_from{};
   // > 0: every epoch is a pass; at its end the workers meet and worker 0
   // has the servers drop the sparse rows no lookup touched in this many
@@ -87,6 +94,8 @@ struct SparseModelTrainingResult {
   int64_t bytes_pushed = 0;     // the client's, during training
   int64_t first_batch = 0;      // the batches a resumed job had trained already
   int64_t rows_dropped = 0;     // by shrinking at the ends of passes (worker 0's count)
+  std::vector<std::filesystem::path> saved;  // the checkpoints written, in order
+  std::filesystem::path resumed_from;        // the step directory resume_from named
   TrainingGraph training{};
 };
 

@@ -7,8 +7,9 @@
 //   - async, half-async and Geo-SGD reach the sync run's test AUC within
 //     0.01 on the synthetic click log; word2vec with Geo-SGD reaches the
 //     test loss of local training;
-//   - a job checkpointed to the servers' files and resumed gives the
-//     losses of one uninterrupted job; shrinking at the ends of passes
+//   - a job checkpointed to the servers' files (at the end, or every N
+//     steps into step directories) and resumed gives the losses of one
+//     uninterrupted job; shrinking at the ends of passes
 //     drops the rows no pass touched and no others;
 //   - a server killed mid-training fails the job naming it; in async mode a
 //     worker that dies leaves the other training to the end; no servers,
@@ -18,6 +19,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <string>
@@ -42,6 +45,11 @@ ProcessResult run_limited(const std::string& command, int limit_s = 120) {
 ProcessResult ps_job(const std::string& train_args, int workers = 2, int servers = 2) {
   return run_limited(kGraphRunner + " launch --servers " + std::to_string(servers) + " --workers " +
                      std::to_string(workers) + " -- " + kGraphRunner + " train " + train_args);
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // "step N loss: X" lines, by N, of the lines starting with `prefix`.
@@ -181,10 +189,10 @@ TEST(PsTraining, ACheckpointedJobResumedGivesTheLossesOfOneUninterruptedJob) {
   const ProcessResult first = ps_job(args + " --steps 6 --checkpoint " + checkpoint);
   ASSERT_EQ(first.status, 0) << first.output;
   EXPECT_NE(first.output.find("[rank 0] saved: tables in " + checkpoint), std::string::npos) << first.output;
-  EXPECT_TRUE(std::filesystem::exists(scratch / "tables" / "worker-1.state")) << first.output;
+  EXPECT_TRUE(std::filesystem::exists(scratch / "tables" / "step-6" / "worker-1.state")) << first.output;
   const ProcessResult second = ps_job(args + " --steps 4 --resume " + checkpoint);
   ASSERT_EQ(second.status, 0) << second.output;
-  EXPECT_NE(second.output.find("[rank 1] resumed: tables from " + checkpoint + ", data from batch 6"),
+  EXPECT_NE(second.output.find("[rank 1] resumed: tables from " + checkpoint + "/step-6, data from batch 6"),
             std::string::npos)
       << second.output;
   for (const std::string rank : {"[rank 0] ", "[rank 1] "}) {
@@ -202,6 +210,72 @@ TEST(PsTraining, ACheckpointedJobResumedGivesTheLossesOfOneUninterruptedJob) {
           << rank << "step " << 6 + step << "\n" << second.output;
     }
   }
+}
+
+// --checkpoint-every: every save is a step directory of its own, and
+// DIR/latest names the newest whole one; the newest two are kept. Saving in
+// the middle of training changes no loss, and a job resumed from the
+// earlier step directory gives the uninterrupted job's losses from there.
+TEST(PsTraining, CheckpointsEveryNStepsKeepTheNewestTwoAndEitherResumes) {
+  const ScratchDir scratch;
+  const std::string checkpoint = (scratch / "tables").string();
+  const std::string args = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
+                           "--synthetic-examples 256 --print-losses --ps sync";
+  const ProcessResult whole = ps_job(args + " --steps 10");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  const ProcessResult first = ps_job(args + " --steps 6 --checkpoint-every 2 --checkpoint " + checkpoint);
+  ASSERT_EQ(first.status, 0) << first.output;
+  for (int batches : {2, 4, 6}) {
+    EXPECT_NE(first.output.find("[rank 0] saved: tables in " + checkpoint + "/step-" + std::to_string(batches) + "\n"),
+              std::string::npos)
+        << first.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(scratch / "tables" / "step-2")) << "only the newest two are kept";
+  EXPECT_TRUE(std::filesystem::exists(scratch / "tables" / "step-4" / "worker-1.state"));
+  EXPECT_EQ(file_text(scratch / "tables" / "latest"), "step-6\n");
+
+  const ProcessResult from_four = ps_job(args + " --steps 6 --resume " + checkpoint + "/step-4");
+  ASSERT_EQ(from_four.status, 0) << from_four.output;
+  EXPECT_NE(from_four.output.find("[rank 1] resumed: tables from " + checkpoint + "/step-4, data from batch 4"),
+            std::string::npos)
+      << from_four.output;
+  const ProcessResult from_latest = ps_job(args + " --steps 4 --resume " + checkpoint);
+  ASSERT_EQ(from_latest.status, 0) << from_latest.output;
+  for (const std::string rank : {"[rank 0] ", "[rank 1] "}) {
+    const std::map<int, double> straight = losses(whole.output, rank);
+    const std::map<int, double> saving = losses(first.output, rank);
+    const std::map<int, double> after_four = losses(from_four.output, rank);
+    const std::map<int, double> after_six = losses(from_latest.output, rank);
+    ASSERT_EQ(straight.size(), 10u) << whole.output;
+    ASSERT_EQ(saving.size(), 6u) << first.output;
+    ASSERT_EQ(after_four.size(), 6u) << from_four.output;
+    ASSERT_EQ(after_six.size(), 4u) << from_latest.output;
+    for (int step = 1; step <= 6; ++step) EXPECT_DOUBLE_EQ(saving.at(step), straight.at(step)) << rank << step;
+    for (int step = 1; step <= 6; ++step) {
+      EXPECT_NEAR(after_four.at(step), straight.at(4 + step), 1e-5 * std::abs(straight.at(4 + step))) << rank << step;
+    }
+    for (int step = 1; step <= 4; ++step) {
+      EXPECT_NEAR(after_six.at(step), straight.at(6 + step), 1e-5 * std::abs(straight.at(6 + step))) << rank << step;
+    }
+  }
+  // In async mode the workers also meet after each save, so no push lands
+  // while the servers write.
+  const ProcessResult async = ps_job("--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
+                                     "--synthetic-examples 256 --ps async --steps 4 --checkpoint-every 2 "
+                                     "--checkpoint " + (scratch / "async").string());
+  ASSERT_EQ(async.status, 0) << async.output;
+  EXPECT_EQ(file_text(scratch / "async" / "latest"), "step-4\n");
+
+  // A latest that names no step directory is an error naming it.
+  std::filesystem::create_directories(scratch / "broken");
+  std::ofstream(scratch / "broken" / "latest") << "step-99\n";
+  const ProcessResult broken = run_limited(kGraphRunner + " launch --servers 1 --workers 1 -- " + kGraphRunner +
+                                           " train --model ctr --ps sync --steps 1 --ids-per-slot 10 "
+                                           "--synthetic-examples 64 --resume " + (scratch / "broken").string());
+  EXPECT_NE(broken.status, 0) << broken.output;
+  EXPECT_NE(broken.output.find("expected the name of a step-B directory beside it, got 'step-99'"), std::string::npos)
+      << broken.output;
+  EXPECT_NE(broken.output.find((scratch / "broken" / "latest").string()), std::string::npos) << broken.output;
 }
 
 TEST(PsTraining, ShrinkingDropsOnlyTheRowsNoPassTouched) {

@@ -150,12 +150,17 @@ void train_sparse_model_command(const SparseModelArgs& args) {
                                              "client; add --ps async, half-async or geo");
   }
   if (mode == PsMode::kOff && (!args.checkpoint.empty() || !args.resume.empty() || args.shrink_after_passes > 0 ||
-                               args.admit_after > 1)) {
-    throw Error(ErrorKind::kInvalidArgument, "--checkpoint, --resume, --shrink-after-passes and --admit-after act "
-                                             "on the parameter servers' tables; --model " + args.model +
-                                             " trains locally without --ps");
+                               args.admit_after > 1 || args.checkpoint_every > 0)) {
+    throw Error(ErrorKind::kInvalidArgument, "--checkpoint, --checkpoint-every, --resume, --shrink-after-passes and "
+                                             "--admit-after act on the parameter servers' tables; --model " +
+                                                 args.model + " trains locally without --ps");
+  }
+  if (args.checkpoint_every != 0 && (args.checkpoint_every < 0 || args.checkpoint.empty())) {
+    throw Error(ErrorKind::kInvalidArgument, "--checkpoint-every " + std::to_string(args.checkpoint_every) +
+                                                 " needs a positive step count and --checkpoint DIR to save in");
   }
   options.save_to = args.checkpoint;
+  options.save_every = args.checkpoint_every;
   options.resume_from = args.resume;
   options.shrink_after_passes = args.shrink_after_passes;
   options.ctr.admit_after = args.admit_after;
@@ -176,13 +181,15 @@ void train_sparse_model_command(const SparseModelArgs& args) {
     for (size_t i = 0; i < result.losses.size(); ++i) std::printf("step %zu loss: %.9g\n", i + 1, result.losses[i]);
   }
   if (!args.resume.empty()) {
-    std::printf("resumed: tables from %s, data from batch %lld\n", args.resume.c_str(),
+    std::printf("resumed: tables from %s, data from batch %lld\n", result.resumed_from.string().c_str(),
                 static_cast<long long>(result.first_batch));
   }
   if (args.shrink_after_passes > 0 && options.worker == 0) {
     std::printf("rows_dropped: %lld\n", static_cast<long long>(result.rows_dropped));
   }
-  if (!args.checkpoint.empty() && options.worker == 0) std::printf("saved: tables in %s\n", args.checkpoint.c_str());
+  if (options.worker == 0) {
+    for (const std::filesystem::path& saved : result.saved) std::printf("saved: tables in %s\n", saved.string().c_str());
+  }
   std::printf("steps: %lld\n", static_cast<long long>(result.steps));
   std::printf("final_loss: %.9g\n", result.last_loss);
   std::printf("ms_per_step: %.3f\n", result.steps > 0 ? result.seconds * 1000 / static_cast<double>(result.steps) : 0.0);

@@ -29,8 +29,9 @@ struct SparseModelArgs {
   int64_t vocabulary = 10000;      // word2vec, synthetic
   double timeout = 60;             // seconds any call to the servers may wait
   bool print_losses = false;
-  std::string checkpoint;          // --ps: the directory the servers save the tables in after training
-  std::string resume;              // --ps: the directory of such a checkpoint, loaded before training
+  std::string checkpoint;          // --ps: the directory the servers save the tables in (DIR/step-B, DIR/latest)
+  int64_t checkpoint_every = 0;    // --ps: also every N steps
+  std::string resume;              // --ps: such a directory (its latest) or a step directory, loaded before training
   int shrink_after_passes = 0;     // --ps: drop rows unseen for this many epochs, at the end of each
   int64_t admit_after = 1;         // --ps: ids get rows at their N-th lookup
 };

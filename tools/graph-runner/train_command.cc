@@ -90,12 +90,12 @@ struct TrainArgs {
 // --model ctr|word2vec (tools/graph-runner/sparse_model_training.h).
 void train_sparse(const TrainArgs& args) {
   if (!args.amp.empty() || !args.recompute.empty() || !args.memory_budget.empty() || !args.strategy_file.empty() ||
-      args.data_parallel != 1 || !args.save.empty() || args.checkpoint_every > 0) {
+      args.data_parallel != 1 || !args.save.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "--model " + args.model + " trains with --ps (parameter servers) or "
                                              "locally; --amp, --recompute, --memory-budget, --strategy, "
-                                             "--data-parallel, --save and --checkpoint-every are not supported "
-                                             "with it yet (--checkpoint DIR and --resume DIR save and load the "
-                                             "servers' tables)");
+                                             "--data-parallel and --save are not supported with it yet "
+                                             "(--checkpoint DIR, --checkpoint-every N and --resume DIR save and "
+                                             "load the servers' tables)");
   }
   SparseModelArgs sparse;
   sparse.model = args.model;
@@ -118,6 +118,7 @@ void train_sparse(const TrainArgs& args) {
   sparse.timeout = args.collective_timeout;
   sparse.print_losses = args.print_losses;
   sparse.checkpoint = args.checkpoint;
+  sparse.checkpoint_every = args.checkpoint_every;
   sparse.resume = args.resume;
   sparse.shrink_after_passes = args.shrink_after_passes;
   sparse.admit_after = args.admit_after;
@@ -818,11 +819,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--save", args->save, "write the trained inference model (.weir / .weirtxt) here");
   cmd->add_option("--checkpoint", args->checkpoint,
                   "write a training checkpoint (.npz) here at the end; with --ps, a directory where the servers "
-                  "save their tables (each shard's file atomically) once every worker is done");
+                  "save their tables once every worker is done, in DIR/step-B (B batches trained), DIR/latest "
+                  "naming the newest whole one (the newest two are kept)");
   cmd->add_option("--checkpoint-every", args->checkpoint_every, "also every N steps");
   cmd->add_option("--resume", args->resume,
-                  "continue from this checkpoint; with --ps, the directory of a --checkpoint (same workers and "
-                  "servers): the tables are loaded and each worker's data continues where it stopped");
+                  "continue from this checkpoint; with --ps, the directory of a --checkpoint (its latest) or one "
+                  "of its step-B directories (same workers and servers): the tables are loaded and each worker's "
+                  "data continues where it stopped");
   cmd->add_option("--save-test-batch", args->test_batch,
                   "write the first 16 test images and labels to PREFIX-images.npy and PREFIX-labels.npy");
   cmd->callback([args] { train(*args); });

@@ -139,6 +139,8 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
     loader_options.shards = ranks;
     loader_options.shard = options.world->rank();
   }
+  // Batches for a GPU are made in pinned memory, so their copies run by DMA.
+  loader_options.batch_memory = &session.feed_allocator(train.input);
   DataLoader loader(dataset, loader_options);
   TrainerOptions trainer_options;
   trainer_options.feeds = {train.input, train.labels};

@@ -23,7 +23,8 @@
 // (cudaHostAlloc, cudaHostRegister) is copied asynchronously, by DMA:
 // host_allocator() is the process's cached pinned memory
 // (core/cuda/cuda_pinned_allocator.h), where a session puts the outputs it
-// copies back.
+// copies back and where feeds are best made (Session::feed_allocator: the
+// trainers' data loaders and graph-runner bench put them there).
 //
 // This header needs no CUDA headers; it exists only in builds with CUDA
 // (WEIR_HAVE_CUDA). runtime/device_support.h is the build-independent check.

@@ -769,6 +769,14 @@ void Session::set_state(const std::string& name, const Tensor& tensor) {
   current = copy_into(backend_reading(*value), tensor, "state '" + name + "'");
 }
 
+Allocator& Session::feed_allocator(const std::string& input) const {
+  const Value* value = plan_->graph().find_value(input);
+  if (value == nullptr || value->kind() != ValueKind::kInput) {
+    throw Error(ErrorKind::kInvalidArgument, "'" + input + "' is not an input of graph '" + plan_->graph().name() + "'");
+  }
+  return backend_reading(*value).host_allocator();
+}
+
 Backend& Session::backend_reading(const Value& value) const {
   for (const Use& use : value.uses()) {
     if (use.node != nullptr && use.node->device()) {

@@ -143,6 +143,12 @@ class Session {
   // in host memory (feeds may be host tensors or tensors on the reading device).
   // A missing, unknown, mistyped or misshapen feed is a weir::Error naming it.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds, const RunOptions& options = {});
+  // The memory a feed of graph input `input` is best made in: the host
+  // memory its reading device copies from fastest (pinned memory for a GPU,
+  // whose copies then run by DMA; the host's own for a CPU). A data loader
+  // assembles batches there (DataLoaderOptions::batch_memory). Throws
+  // kInvalidArgument unless `input` is a graph input.
+  Allocator& feed_allocator(const std::string& input) const;
 
   const Plan& plan() const { return *plan_; }
   // The devices the plan runs on here: its own, or the world's for this rank.

@@ -155,10 +155,13 @@ class AsyncHostStream final : public Stream {
 
 class AsyncHostBackend final : public Backend {
  public:
-  AsyncHostBackend(Device device, Allocator& allocator) : device_(device), allocator_(allocator) {}
+  // `host_memory`: what host_allocator() gives (a GPU's pinned memory, faked); nullptr: the host's own.
+  AsyncHostBackend(Device device, Allocator& allocator, Allocator* host_memory = nullptr)
+      : device_(device), allocator_(allocator), host_memory_(host_memory) {}
 
   Device device() const override { return device_; }
   Allocator& allocator() override { return allocator_; }
+  Allocator& host_allocator() override { return host_memory_ != nullptr ? *host_memory_ : Backend::host_allocator(); }
   Stream& stream(StreamId id) override { return async_stream(id); }
   AsyncHostStream& async_stream(StreamId id) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -206,6 +209,7 @@ class AsyncHostBackend final : public Backend {
  private:
   Device device_;
   Allocator& allocator_;
+  Allocator* host_memory_;
   std::atomic<int64_t> copies_{0}, fills_{0};
   mutable std::mutex mutex_;
   std::map<StreamId, std::unique_ptr<AsyncHostStream>> streams_;

@@ -1,6 +1,7 @@
 #include "frontend/data/data_loader.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/splitmix.h"
@@ -129,6 +130,14 @@ void DataLoader::worker(int index, int64_t first, int64_t end) {
                                           static_cast<int64_t>(order_.size()));
       std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + stop_at);
       batch = dataset_->batch(indices);
+      if (options_.batch_memory != nullptr) {
+        for (Tensor& field : batch) {
+          if (field.storage() != nullptr && field.storage()->allocator() == options_.batch_memory) continue;  // there already
+          Tensor moved = Tensor::uninitialized(field.dtype(), field.sizes(), *options_.batch_memory);
+          if (field.nbytes() > 0) std::memcpy(moved.raw_data(), field.raw_data(), field.nbytes());
+          field = std::move(moved);
+        }
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();

@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/tensor.h"
 
 namespace weir {
@@ -78,6 +79,11 @@ struct DataLoaderOptions {
   int shards = 1;       // the batch's row shares (data-parallel ranks); needs drop_last and an even split
   int shard = 0;        // the share this loader gives, 0 .. shards-1
   bool ordered = true;  // false: batches in the order workers finish them, next() callable from several threads
+  // Where the workers put each batch (a copy of what the dataset assembled,
+  // made off the training thread): a session's feed_allocator(), pinned
+  // host memory for a GPU, whose copies of the batch then run by DMA.
+  // nullptr, or the memory the dataset assembled them in: its own tensors.
+  Allocator* batch_memory = nullptr;
 };
 
 class DataLoader {

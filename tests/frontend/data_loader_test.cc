@@ -122,5 +122,47 @@ TEST(DataLoader, UnorderedCallersAllEndWhenAWorkerFails) {
   EXPECT_GE(errors.load(), 1);
 }
 
+// A dataset whose batches are one tensor made in `memory`: memory a batch is
+// already in is not copied again.
+class MadeIn final : public Dataset {
+ public:
+  explicit MadeIn(Allocator& memory) : batch_(Tensor(DType::kFloat32, {2, 3}, memory)) {}
+  int64_t size() const override { return 8; }
+  std::vector<Tensor> batch(const std::vector<int64_t>&) const override { return {batch_}; }
+  const Tensor& tensor() const { return batch_; }
+
+ private:
+  Tensor batch_;
+};
+
+// batch_memory: every field of every batch is made there (pinned memory for
+// a GPU; a counting host allocator here), with the dataset's values.
+TEST(DataLoader, BatchesAreMadeInTheGivenMemory) {
+  CpuAllocator pinned;
+  auto data = indexed(12);
+  DataLoader plain(data, {.batch_size = 4, .seed = 3, .num_workers = 2});
+  DataLoader made(data, {.batch_size = 4, .seed = 3, .num_workers = 2, .batch_memory = &pinned});
+  for (DataLoader* loader : {&plain, &made}) loader->start_epoch(0);
+  int batches = 0;
+  while (auto batch = made.next()) {
+    auto expected = plain.next();
+    ASSERT_TRUE(expected.has_value());
+    ASSERT_EQ(batch->size(), 1u);
+    EXPECT_EQ((*batch)[0].storage()->allocator(), &pinned);
+    EXPECT_TRUE((*batch)[0].bitwise_equal((*expected)[0]));
+    EXPECT_GT(pinned.stats().bytes_in_use, 0);
+    ++batches;
+  }
+  EXPECT_EQ(batches, 3);
+  EXPECT_EQ(pinned.stats().bytes_in_use, 0) << "every batch made there went back";
+
+  auto already = std::make_shared<MadeIn>(pinned);
+  DataLoader same(already, {.batch_size = 4, .num_workers = 1, .batch_memory = &pinned});
+  same.start_epoch(0);
+  auto batch = same.next();
+  ASSERT_TRUE(batch.has_value());
+  EXPECT_EQ((*batch)[0].raw_data(), already->tensor().raw_data()) << "not copied again";
+}
+
 }  // namespace
 }  // namespace weir

@@ -227,6 +227,46 @@ TEST(SessionOnAFakeAccelerator, RunsWithoutHostAssumptions) {
   }
 }
 
+// A feed is best made where its reading device copies from fastest: that
+// backend's host memory (pinned for a GPU; faked here). A data loader
+// assembles batches there (DataLoaderOptions::batch_memory), and a feed
+// made there runs as any other.
+TEST(SessionOnAFakeAccelerator, FeedsAreBestMadeInTheReadingBackendsHostMemory) {
+  const Device fake{DeviceType::kCuda, 8};
+  static CpuAllocator* fake_memory = new CpuAllocator(fake);  // outlives the tensors made from it
+  static CpuAllocator* pinned = new CpuAllocator();           // the fake GPU's pinned host memory
+  Graph g("feed");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{4}});
+  Value* w = g.add_persistent("w", {DType::kFloat32, Shape{4}}, PersistentRole::kParameter,
+                              Tensor::from_vector<float>({1, 2, 3, 4}, {4}));
+  g.add_output(g.add_node("Mul", {x, w}, 1, {}, "scaled")->output(0));
+  infer_graph_types(g, default_op_registry());
+  KernelRegistry kernels;
+  register_cpu_kernels(kernels);
+  kernels.add("Mul", fake.type, {DType::kFloat32}, *kernels.find(KernelOp("", "Mul"), DeviceType::kCpu, DType::kFloat32));
+  CompileOptions compile_options;
+  compile_options.default_device = fake;
+  compile_options.kernels = &kernels;
+  SessionOptions options;
+  options.make_backend = [](const Device& device, Allocator& allocator) {
+    return std::make_unique<testing::AsyncHostBackend>(device, allocator, pinned);
+  };
+  options.device_memory = [](const Device&) -> Allocator& { return *fake_memory; };
+  Session session(compile(g, compile_options), options);
+  EXPECT_EQ(&session.feed_allocator("x"), pinned);
+  Tensor feed = Tensor::uninitialized(DType::kFloat32, {4}, session.feed_allocator("x"));
+  for (int i = 0; i < 4; ++i) feed.data<float>()[i] = 2.0f;
+  EXPECT_TRUE(session.run({{"x", feed}})[0].bitwise_equal(Tensor::from_vector<float>({2, 4, 6, 8}, {4})));
+  try {
+    session.feed_allocator("w");
+    FAIL() << "a parameter was taken for a feed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'w' is not an input of graph 'feed'"), std::string::npos) << e.what();
+  }
+  Session on_cpu(compile(g));
+  EXPECT_EQ(&on_cpu.feed_allocator("x"), &cpu_allocator()) << "a CPU reads the host's own memory";
+}
+
 // host_state() hands host code a host copy of state that lives on a device
 // (checkpoints and baked weights read it), and state() itself on a CPU.
 TEST(SessionOnAFakeAccelerator, HostStateIsAHostCopyOfDeviceState) {

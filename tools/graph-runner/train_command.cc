@@ -476,6 +476,8 @@ void train_graph(const TrainArgs& args) {
     loader_options.shards = ranks;
     loader_options.shard = launched->rank();
   }
+  // Batches for a GPU are made in pinned memory, so their copies run by DMA.
+  if (!feeds.empty()) loader_options.batch_memory = &session.feed_allocator(feeds.front());
   DataLoader loader(dataset, loader_options);
   TrainerOptions options;
   options.feeds = feeds;

@@ -124,14 +124,11 @@ std::filesystem::path checkpoint_in(const std::filesystem::path& directory) {
   return directory / name;
 }
 
-// After the checkpoint `current` is whole: save_to/latest names it, and the
-// step directories but it and the one before go (a failure to remove one
-// is not worth failing the job for).
-void make_latest(const std::filesystem::path& save_to, const std::filesystem::path& current) {
-  write_file_atomically(save_to / kLatest, current.filename().string() + "\n");
+// The step-B directories in `directory` (none when it does not exist), by B.
+std::vector<std::pair<int64_t, std::filesystem::path>> step_directories(const std::filesystem::path& directory) {
   std::vector<std::pair<int64_t, std::filesystem::path>> steps;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(save_to, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !name.starts_with("step-")) continue;
     try {
@@ -142,6 +139,16 @@ void make_latest(const std::filesystem::path& save_to, const std::filesystem::pa
     }
   }
   std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// After the checkpoint `current` is whole: save_to/latest names it, and the
+// step directories but it and the one before go (a failure to remove one
+// is not worth failing the job for).
+void make_latest(const std::filesystem::path& save_to, const std::filesystem::path& current) {
+  write_file_atomically(save_to / kLatest, current.filename().string() + "\n");
+  const std::vector<std::pair<int64_t, std::filesystem::path>> steps = step_directories(save_to);
+  std::error_code ec;
   for (size_t i = 0; i + 2 < steps.size(); ++i) {
     if (steps[i].second != current) std::filesystem::remove_all(steps[i].second, ec);
   }
@@ -349,6 +356,19 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     throw Error(ErrorKind::kInvalidArgument, "saving every N steps needs one trainer thread (" +
                                                  std::to_string(options.trainer_threads) +
                                                  " Hogwild threads have no common step to save at)");
+  }
+  if (!options.save_to.empty()) {
+    // A job started before a checkpoint there (anew, or resumed from an
+    // earlier one) would write its step directories over it while `latest`
+    // still named it.
+    const auto steps = step_directories(options.save_to);
+    if (!steps.empty() && steps.back().first > first_batch) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "checkpoint directory " + options.save_to.string() + " holds a checkpoint at batch " +
+                      std::to_string(steps.back().first) + " (" + steps.back().second.filename().string() +
+                      "), past batch " + std::to_string(first_batch) + " where this job starts, which it would "
+                      "overwrite; save to another directory, resume from that checkpoint, or remove it");
+    }
   }
   std::vector<std::filesystem::path> saved;
   // Every worker has trained `rounds` steps of this job, `first_batch +

@@ -258,6 +258,16 @@ TEST(PsTraining, CheckpointsEveryNStepsKeepTheNewestTwoAndEitherResumes) {
       EXPECT_NEAR(after_six.at(step), straight.at(6 + step), 1e-5 * std::abs(straight.at(6 + step))) << rank << step;
     }
   }
+  // A job that would write over a later checkpoint (started anew, or from
+  // step-4, into the same directory) is refused before it trains.
+  const ProcessResult over = ps_job(args + " --steps 2 --resume " + checkpoint + "/step-4 --checkpoint " + checkpoint);
+  EXPECT_NE(over.status, 0) << over.output;
+  EXPECT_NE(over.output.find("checkpoint directory " + checkpoint + " holds a checkpoint at batch 6 (step-6), past "
+                             "batch 4 where this job starts"),
+            std::string::npos)
+      << over.output;
+  EXPECT_EQ(file_text(scratch / "tables" / "latest"), "step-6\n") << "nothing was written";
+
   // In async mode the workers also meet after each save, so no push lands
   // while the servers write.
   const ProcessResult async = ps_job("--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "

@@ -177,13 +177,16 @@ TEST(PsTraining, InAsyncModeAWorkerThatDiesLeavesTheOtherTraining) {
   EXPECT_NE(job.output.find("test_auc: "), std::string::npos) << job.output;
 }
 
+// The jobs the checkpoint tests save and resume: 8 batches an epoch, sync.
+constexpr const char* kCheckpointedJob = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
+                                         "--synthetic-examples 256 --print-losses --ps sync";
+
 TEST(PsTraining, ACheckpointedJobResumedGivesTheLossesOfOneUninterruptedJob) {
   // 8 batches an epoch: the 10 steps of the whole job cross into epoch 1,
   // and the resumed job starts at batch 6 of epoch 0.
   const ScratchDir scratch;
   const std::string checkpoint = (scratch / "tables").string();
-  const std::string args = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
-                           "--synthetic-examples 256 --print-losses --ps sync";
+  const std::string args = kCheckpointedJob;
   const ProcessResult whole = ps_job(args + " --steps 10");
   ASSERT_EQ(whole.status, 0) << whole.output;
   const ProcessResult first = ps_job(args + " --steps 6 --checkpoint " + checkpoint);
@@ -219,8 +222,7 @@ TEST(PsTraining, ACheckpointedJobResumedGivesTheLossesOfOneUninterruptedJob) {
 TEST(PsTraining, CheckpointsEveryNStepsKeepTheNewestTwoAndEitherResumes) {
   const ScratchDir scratch;
   const std::string checkpoint = (scratch / "tables").string();
-  const std::string args = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
-                           "--synthetic-examples 256 --print-losses --ps sync";
+  const std::string args = kCheckpointedJob;
   const ProcessResult whole = ps_job(args + " --steps 10");
   ASSERT_EQ(whole.status, 0) << whole.output;
   const ProcessResult first = ps_job(args + " --steps 6 --checkpoint-every 2 --checkpoint " + checkpoint);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -239,13 +240,26 @@ class CudaStream final : public Stream {
   std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();  // outlives the stream while its events live
 };
 
-// The process's pinned host memory, cached (pinning costs a system call and
-// page-table work per block), shared by every GPU (portable pinning).
-// Never destroyed: tensors handed out in it may outlive static destruction.
-Allocator& pinned_host_memory() {
-  static auto* pinned = new CudaPinnedAllocator();
-  static auto* cache = new CachingAllocator(*pinned);
-  return *cache;
+// The process's pinned host memory for cuda:`index`, cached (pinning costs
+// a system call and page-table work per block). The memory is portable
+// (every device may copy from it); it is pinned with that device current,
+// so a thread that has touched no GPU (a data loader's worker) creates no
+// context on device 0. Never destroyed: tensors handed out in it may
+// outlive static destruction.
+Allocator& pinned_host_memory(int index) {
+  struct Pinned {
+    std::unique_ptr<CudaPinnedAllocator> memory;
+    std::unique_ptr<CachingAllocator> cache;
+  };
+  static auto* by_device = new std::map<int, Pinned>();
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  Pinned& pinned = (*by_device)[index];
+  if (!pinned.cache) {
+    pinned.memory = std::make_unique<CudaPinnedAllocator>(index);
+    pinned.cache = std::make_unique<CachingAllocator>(*pinned.memory);
+  }
+  return *pinned.cache;
 }
 
 class CudaBackend final : public Backend {
@@ -264,7 +278,7 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return device_; }
   Allocator& allocator() override { return allocator_; }
-  Allocator& host_allocator() override { return pinned_host_memory(); }
+  Allocator& host_allocator() override { return pinned_host_memory(device_.index); }
 
   Stream& stream(StreamId id) override {
     std::lock_guard<std::mutex> lock(mutex_);

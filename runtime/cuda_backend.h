@@ -21,8 +21,9 @@
 // host: the copy is complete), which is what a staging buffer of ours would
 // cost too, with one more memcpy. Host memory the driver knows as pinned
 // (cudaHostAlloc, cudaHostRegister) is copied asynchronously, by DMA:
-// host_allocator() is the process's cached pinned memory
-// (core/cuda/cuda_pinned_allocator.h), where a session puts the outputs it
+// host_allocator() is the process's cached pinned memory for this device
+// (core/cuda/cuda_pinned_allocator.h: pinned with the device current, so
+// no thread creates a context on device 0), where a session puts the outputs it
 // copies back and where feeds are best made (Session::feed_allocator: the
 // trainers' data loaders and graph-runner bench put them there).
 //

@@ -9,6 +9,36 @@
 
 namespace weir {
 
+namespace {
+
+// Makes cuda:`index` current for its life and gives the thread back its
+// device after (none set: device 0, which cudaGetDevice reports without
+// creating a context).
+class PinningDevice {
+ public:
+  explicit PinningDevice(int index) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      cudaGetLastError();
+      previous_ = -1;
+    }
+    if (previous_ != index) {
+      cuda_check(cudaSetDevice(index), "cudaSetDevice (to pin host memory)");
+      restore_ = previous_ >= 0;
+    }
+  }
+  ~PinningDevice() {
+    if (restore_) cudaSetDevice(previous_);
+  }
+  PinningDevice(const PinningDevice&) = delete;
+  PinningDevice& operator=(const PinningDevice&) = delete;
+
+ private:
+  int previous_ = -1;
+  bool restore_ = false;
+};
+
+}  // namespace
+
 void* CudaPinnedAllocator::allocate(size_t bytes, size_t alignment) {
   if (bytes == 0) return nullptr;
   // cudaHostAlloc returns page-aligned memory.
@@ -16,6 +46,7 @@ void* CudaPinnedAllocator::allocate(size_t bytes, size_t alignment) {
     throw Error(ErrorKind::kInvalidArgument, "pinned host allocations are page aligned; " + std::to_string(alignment) +
                                                  " was asked for");
   }
+  const PinningDevice current(device_index_);
   void* ptr = nullptr;
   // Portable: pinned for every device's context, not only the current one's.
   cudaError_t status = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
@@ -30,7 +61,12 @@ void* CudaPinnedAllocator::allocate(size_t bytes, size_t alignment) {
 
 void CudaPinnedAllocator::deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  cudaFreeHost(ptr);  // a failure here (driver shutting down) has nothing left to save
+  try {
+    const PinningDevice current(device_index_);
+    cudaFreeHost(ptr);  // a failure here (driver shutting down) has nothing left to save
+  } catch (const Error&) {
+    cudaFreeHost(ptr);  // the device cannot be made current: free it from wherever this thread is
+  }
   counters_.on_deallocate(bytes);
 }
 

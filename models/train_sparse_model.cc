@@ -337,16 +337,9 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
   WorkerMeetings meetings(servers, workers);
   int64_t first_batch = 0;
   std::filesystem::path resumed_from;
-  if (on_servers) {
-    if (resuming) {
-      resumed_from = checkpoint_in(options.resume_from);
-      first_batch = read_batches_trained(resumed_from, options.worker);
-    }
-    create_tables(*options.client, step, *model.graph, /*offer_initial=*/!resuming);
-    if (resuming) {
-      if (options.worker == 0) options.client->load(resumed_from);
-      meetings.meet("before training (worker 0 loads the tables saved in " + resumed_from.string() + ")");
-    }
+  if (on_servers && resuming) {
+    resumed_from = checkpoint_in(options.resume_from);
+    first_batch = read_batches_trained(resumed_from, options.worker);
   }
   if (options.save_every < 0 || (options.save_every > 0 && options.save_to.empty())) {
     throw Error(ErrorKind::kInvalidArgument, "saving every " + std::to_string(options.save_every) +
@@ -368,6 +361,13 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
                       std::to_string(steps.back().first) + " (" + steps.back().second.filename().string() +
                       "), past batch " + std::to_string(first_batch) + " where this job starts, which it would "
                       "overwrite; save to another directory, resume from that checkpoint, or remove it");
+    }
+  }
+  if (on_servers) {
+    create_tables(*options.client, step, *model.graph, /*offer_initial=*/!resuming);
+    if (resuming) {
+      if (options.worker == 0) options.client->load(resumed_from);
+      meetings.meet("before training (worker 0 loads the tables saved in " + resumed_from.string() + ")");
     }
   }
   std::vector<std::filesystem::path> saved;

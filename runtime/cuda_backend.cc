@@ -44,8 +44,10 @@ class CurrentDeviceScope {
       previous_ = -1;
     }
     if (previous_ == device.index) return;
+    // A thread without a context reads as device 0: it gets nothing back
+    // (setting device 0 would create a context there).
+    restore_ = previous_ >= 0 && cuda_thread_has_context();
     make_current(device, where);
-    restore_ = previous_ >= 0;
   }
   ~CurrentDeviceScope() {
     if (restore_) cudaSetDevice(previous_);

@@ -1,5 +1,7 @@
 #include "core/cuda/cuda_device.h"
 
+#include <cuda.h>
+
 #include "core/error.h"
 
 namespace weir {
@@ -21,6 +23,25 @@ std::string cuda_device_name(int index) {
   cudaDeviceProp properties{};
   cuda_check(cudaGetDeviceProperties(&properties, index), "cudaGetDeviceProperties");
   return properties.name;
+}
+
+bool cuda_thread_has_context() {
+  // cuCtxGetCurrent through the runtime's entry-point query: no link to the driver library.
+  using GetCurrent = CUresult (*)(CUcontext*);
+  static const GetCurrent get_current = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &function, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return GetCurrent{nullptr};
+    }
+    return reinterpret_cast<GetCurrent>(function);
+  }();
+  if (get_current == nullptr) return true;
+  CUcontext context = nullptr;
+  return get_current(&context) != CUDA_SUCCESS || context != nullptr;
 }
 
 void cuda_check(cudaError_t status, const char* what) {

@@ -25,4 +25,12 @@ std::string cuda_device_name(int index);
 // Throws weir::Error(kDevice) with CUDA's message when `status` is an error.
 void cuda_check(cudaError_t status, const char* what);
 
+// Whether the calling thread has a CUDA context current: it selected a
+// device, or made a call that created one. For a thread that has none the
+// runtime reports device 0, and since CUDA 12 cudaSetDevice creates the
+// device's context at once: a scope that made another device current gives
+// such a thread back nothing, since "restoring" device 0 would cost a context
+// there (in every process of a multi-GPU job). True when it cannot tell.
+bool cuda_thread_has_context();
+
 }  // namespace weir

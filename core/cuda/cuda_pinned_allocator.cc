@@ -12,8 +12,7 @@ namespace weir {
 namespace {
 
 // Makes cuda:`index` current for its life and gives the thread back its
-// device after (none set: device 0, which cudaGetDevice reports without
-// creating a context).
+// device after, if it had one (cuda_thread_has_context).
 class PinningDevice {
  public:
   explicit PinningDevice(int index) {
@@ -21,9 +20,10 @@ class PinningDevice {
       cudaGetLastError();
       previous_ = -1;
     }
-    if (previous_ != index) {
+    if (previous_ != index || !cuda_thread_has_context()) {
+      const bool had_device = previous_ >= 0 && cuda_thread_has_context();
       cuda_check(cudaSetDevice(index), "cudaSetDevice (to pin host memory)");
-      restore_ = previous_ >= 0;
+      restore_ = had_device && previous_ != index;
     }
   }
   ~PinningDevice() {

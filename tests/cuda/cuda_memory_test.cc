@@ -2,10 +2,14 @@
 // cudaMalloc allocator of cuda:0 (runtime/caching_allocator.h over
 // runtime/cuda_backend.h's cuda_device_memory) reports bytes in use, peak,
 // cached bytes and how many cudaMalloc calls it made; a reused block costs
-// no new cudaMalloc. Skips without a GPU.
+// no new cudaMalloc. Pinned host memory is pinned without leaving a
+// thread that had no device on one. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/cuda_pinned_allocator.h"
 #include "runtime/caching_allocator.h"
 #include "runtime/cuda_backend.h"
 
@@ -55,6 +59,32 @@ TEST_F(CudaMemory, CachingAllocatorCountsUseAndCudaMallocCalls) {
     EXPECT_EQ(cache.cached_bytes(), 0);
   }
   EXPECT_EQ(device.stats().live_allocations, live_before) << "released blocks went back to cudaFree";
+}
+
+// A fresh thread has no context (the runtime reports device 0 for it);
+// choosing a device gives it one. Pinning from a thread that had none (a
+// data loader's worker) makes the pinned memory's device current there and
+// leaves it so, rather than "restoring" a device 0 it never had.
+TEST_F(CudaMemory, PinningFromAThreadWithoutADeviceLeavesItOnThePinnedMemorysDevice) {
+  const int last = cuda_device_count() - 1;
+  std::thread([last] {
+    EXPECT_FALSE(cuda_thread_has_context()) << "a fresh thread";
+    CudaPinnedAllocator pinned(last);
+    void* block = pinned.allocate(4096);
+    ASSERT_NE(block, nullptr);
+    cudaPointerAttributes where{};
+    EXPECT_EQ(cudaPointerGetAttributes(&where, block), cudaSuccess);
+    EXPECT_EQ(where.type, cudaMemoryTypeHost) << "pinned host memory";
+    EXPECT_TRUE(cuda_thread_has_context());
+    int current = -1;
+    EXPECT_EQ(cudaGetDevice(&current), cudaSuccess);
+    EXPECT_EQ(current, last);
+    pinned.deallocate(block, 4096);
+  }).join();
+  std::thread([] {
+    EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
+    EXPECT_TRUE(cuda_thread_has_context()) << "a thread that chose a device";
+  }).join();
 }
 
 TEST_F(CudaMemory, TensorsOnTheDeviceComeFromItsMemory) {

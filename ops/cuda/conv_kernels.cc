@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "ops/cuda/conv_device.h"
 #include "ops/cuda/cuda_kernel_util.h"
@@ -65,13 +66,13 @@ struct ConvOperands {
   const Tensor* weight = nullptr;
 };
 
-// One direction of a convolution through cuDNN, for one kernel: the plan
-// for the last problem; each run stages operands where they are not
+// One direction of a convolution through cuDNN, for one kernel: the plans
+// of its last few problems; each run stages operands where they are not
 // already in the form cuDNN reads, and gives cuDNN its workspace, in
 // scratch of its own launch (cuda::LaunchScratch).
 //
-// Concurrent runs of one plan share the runner. Only the plan is shared
-// state: it is taken under the runner's mutex, and each run holds its own
+// Concurrent runs of one plan share the runner. Only the plans are shared
+// state: one is taken under the runner's mutex, and each run holds its own
 // reference while it enqueues, with a cuDNN handle of its own (the pool's),
 // so launches from several threads do not wait for each other.
 //
@@ -203,7 +204,9 @@ class ConvRunner {
     return CUDNN_DATA_FLOAT;
   }
 
-  // The plan for these arguments: the last one if they are the last's.
+  // The plan for these arguments, kept for the last kPlans problems (the
+  // newest first), so runs of a few input shapes (concurrent or in turn)
+  // do not plan again each time.
   std::shared_ptr<const cuda::CudnnConv> plan(KernelContext& ctx, cudnnHandle_t handle, ConvDirection direction,
                                               const ConvProblem& p, ElementType type, bool in_channels_last,
                                               ElementType dest_type) {
@@ -211,14 +214,14 @@ class ConvRunner {
     const cuda::CudnnConvFormat wanted{.data = native ? cudnn_type(type) : CUDNN_DATA_FLOAT,
                                        .channels_last = native && in_channels_last};
     std::lock_guard<std::mutex> lock(mutex_);
-    if (plan_ && planned_direction_ == direction && same_problem(planned_, p) && planned_format_ == wanted) return plan_;
+    for (const Planned& known : plans_) {
+      if (known.direction == direction && same_problem(known.problem, p) && known.format == wanted) return known.plan;
+    }
     auto made = std::make_shared<const cuda::CudnnConv>(p, direction, wanted, handle, where(ctx));
     if (!made->usable()) made = std::make_shared<const cuda::CudnnConv>(p, direction, cuda::CudnnConvFormat{}, handle, where(ctx));
-    plan_ = std::move(made);  // a run still enqueueing the old plan keeps its own reference
-    planned_ = p;
-    planned_direction_ = direction;
-    planned_format_ = wanted;
-    return plan_;
+    plans_.insert(plans_.begin(), Planned{p, direction, wanted, made});
+    if (plans_.size() > kPlans) plans_.pop_back();  // a run still enqueueing it keeps its own reference
+    return made;
   }
 
   // A run on the 16-bit data itself: only asymmetric pads (a padded copy
@@ -278,11 +281,15 @@ class ConvRunner {
     cuda::check_launch(ctx, "shifted_copy (crop)");
   }
 
-  std::mutex mutex_;  // guards the plan and what it was made for
-  std::shared_ptr<const cuda::CudnnConv> plan_;
-  ConvProblem planned_;
-  ConvDirection planned_direction_ = ConvDirection::kForward;
-  cuda::CudnnConvFormat planned_format_;
+  struct Planned {
+    ConvProblem problem;
+    ConvDirection direction = ConvDirection::kForward;
+    cuda::CudnnConvFormat format;
+    std::shared_ptr<const cuda::CudnnConv> plan;
+  };
+  static constexpr size_t kPlans = 8;
+  std::mutex mutex_;  // guards the plans
+  std::vector<Planned> plans_;
 };
 
 // Conv (kForward), ConvTranspose (kTranspose: the problem's backward-data

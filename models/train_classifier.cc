@@ -52,15 +52,20 @@ Tensor gather_class_centres(const ClassCentres& centres, const std::function<Ten
   return all;
 }
 
-// The model-parallel head's row shards: its centres and their optimizer
-// state (the persistents NAME and NAME/...), rank r holding its classes'
-// rows. A checkpoint holds them whole, as the one-rank head's.
-std::function<RowShards(int)> head_row_shards(const Graph& graph, const ClassCentres& centres) {
+// The head's state: its centres and their optimizer state, the
+// persistents NAME and NAME/....
+std::vector<std::string> head_state(const Graph& graph, const std::string& weight) {
   std::vector<std::string> names;
   for (const Value* value : graph.persistents()) {
-    if (value->name() == centres.weight || value->name().starts_with(centres.weight + "/")) names.push_back(value->name());
+    if (value->name() == weight || value->name().starts_with(weight + "/")) names.push_back(value->name());
   }
-  return [names, classes = centres.classes, ranks = centres.ranks](int rank) {
+  return names;
+}
+
+// The model-parallel head's row shards: its state, rank r holding its
+// classes' rows. A checkpoint holds them whole, as the one-rank head's.
+std::function<RowShards(int)> head_row_shards(const Graph& graph, const ClassCentres& centres) {
+  return [names = head_state(graph, centres.weight), classes = centres.classes, ranks = centres.ranks](int rank) {
     const ClassShard shard = class_shard(classes, ranks, rank);
     RowShards shards;
     for (const std::string& name : names) shards[name] = {.rows = classes, .start = shard.start, .count = shard.count};
@@ -172,11 +177,8 @@ ClassifierTrainingResult train_classifier(const ClassifierTraining& options, con
   }
   result.training = step;
   if (train.class_centres) {
-    const std::string& weight = train.class_centres->weight;
-    for (const Value* value : train.graph->persistents()) {
-      if (value->name() == weight || value->name().starts_with(weight + "/")) {
-        result.head_state_bytes += static_cast<int64_t>(session.state(value->name()).nbytes());
-      }
+    for (const std::string& name : head_state(*train.graph, train.class_centres->weight)) {
+      result.head_state_bytes += static_cast<int64_t>(session.state(name).nbytes());
     }
   }
 

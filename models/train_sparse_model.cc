@@ -370,14 +370,17 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
       meetings.meet("before training (worker 0 loads the tables saved in " + resumed_from.string() + ")");
     }
   }
-  std::vector<std::filesystem::path> saved;
-  // Every worker has trained `rounds` steps of this job, `first_batch +
-  // rounds` batches in all: the servers write their tables once every push
-  // of those steps is there.
-  auto save = [&](int64_t rounds, bool training_goes_on) {
-    const std::filesystem::path directory = options.save_to / ("step-" + std::to_string(first_batch + rounds));
+  // Every push of this worker's `rounds` steps sent, and in sync mode applied.
+  auto settle = [&](int64_t rounds) {
     options.client->flush();
     if (options.strategy.parameter_server.mode == PsMode::kSync) wait_for_rounds(*options.client, step, rounds);
+  };
+  std::vector<std::filesystem::path> saved;
+  // Every worker has trained `rounds` steps of this job, `first_batch +
+  // rounds` batches in all, and settled them: the servers write their
+  // tables once every push of those steps is there.
+  auto save = [&](int64_t rounds, bool training_goes_on) {
+    const std::filesystem::path directory = options.save_to / ("step-" + std::to_string(first_batch + rounds));
     write_batches_trained(directory, options.worker, first_batch + rounds);
     meetings.meet("before the servers save the tables in " + directory.string());
     if (options.worker == 0) options.client->save(directory);
@@ -420,17 +423,17 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     trainer_options.after_step = [&](int64_t number, double) {
       if ((number + first_batch) % per_epoch == 0) end_of_pass();
       const bool last = options.steps > 0 && number == options.steps;  // the end-of-training save follows
-      if (options.save_every > 0 && number % options.save_every == 0 && !last) save(number, /*training_goes_on=*/true);
+      if (options.save_every > 0 && number % options.save_every == 0 && !last) {
+        settle(number);
+        save(number, /*training_goes_on=*/true);
+      }
     };
     Trainer trainer(*session, step, loader, trainer_options);
     stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
   } else {
     stats = run_hogwild(options, plan, session_options, step, loader, model.inputs, first_batch, end_of_pass);
   }
-  if (options.client != nullptr) {
-    options.client->flush();
-    if (options.strategy.parameter_server.mode == PsMode::kSync) wait_for_rounds(*options.client, step, stats.steps);
-  }
+  if (options.client != nullptr) settle(stats.steps);
   const bool saved_at_the_end = !saved.empty() && saved.back().filename() == "step-" + std::to_string(first_batch + stats.steps);
   if (!options.save_to.empty() && !saved_at_the_end) save(stats.steps, /*training_goes_on=*/false);
   const bool evaluating = test != nullptr && !test->empty();

@@ -31,35 +31,6 @@ void make_current(const Device& device, const std::string& where) {
   if (status != cudaSuccess) throw Error(ErrorKind::kDevice, where + ": cudaSetDevice failed: " + cuda_message(status));
 }
 
-// Makes a device current for its lifetime, then gives the calling thread
-// back the device it had: for entry points any thread may reach, such as
-// record() from a Storage's destructor (the caching allocator records the
-// uses of a block freed on whatever thread drops it), which must not leave
-// that thread's later CUDA calls on another device.
-class CurrentDeviceScope {
- public:
-  CurrentDeviceScope(const Device& device, const std::string& where) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) {
-      cudaGetLastError();
-      previous_ = -1;
-    }
-    if (previous_ == device.index) return;
-    // A thread without a context reads as device 0: it gets nothing back
-    // (setting device 0 would create a context there).
-    restore_ = previous_ >= 0 && cuda_thread_has_context();
-    make_current(device, where);
-  }
-  ~CurrentDeviceScope() {
-    if (restore_) cudaSetDevice(previous_);
-  }
-  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
-  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-  bool restore_ = false;  // this scope changed the device
-};
-
 // The events a stream records, kept for reuse: creating and destroying a
 // cudaEvent_t per launch costs microseconds of driver work on every step.
 // An event goes back to the pool when the last holder of its CudaEvent lets
@@ -204,7 +175,7 @@ class CudaStream final : public Stream {
   }
 
   std::shared_ptr<Event> record() override {
-    CurrentDeviceScope current(device_, where_);
+    CudaDeviceScope current(device_.index, where_);
     cudaError_t status = cudaSuccess;
     cudaEvent_t event = events_->take(status);
     if (event == nullptr) fail("cudaEventCreateWithFlags", status);
@@ -218,7 +189,7 @@ class CudaStream final : public Stream {
     if (!event) return;
     if (const auto* device_event = dynamic_cast<const CudaEvent*>(event.get())) {
       // Enqueued: the device waits, the host does not. Works across devices.
-      CurrentDeviceScope current(device_, where_);
+      CudaDeviceScope current(device_.index, where_);
       cudaError_t status = cudaStreamWaitEvent(stream_, device_event->handle(), 0);
       if (status != cudaSuccess) fail("cudaStreamWaitEvent", status);
       return;

@@ -2,6 +2,8 @@
 
 #include <cuda.h>
 
+#include <string>
+
 #include "core/error.h"
 
 namespace weir {
@@ -42,6 +44,28 @@ bool cuda_thread_has_context() {
   if (get_current == nullptr) return true;
   CUcontext context = nullptr;
   return get_current(&context) != CUDA_SUCCESS || context != nullptr;
+}
+
+CudaDeviceScope::CudaDeviceScope(int index, const std::string& where) {
+  if (cudaGetDevice(&previous_) != cudaSuccess) {
+    cudaGetLastError();
+    previous_ = -1;
+  }
+  if (previous_ == index) return;
+  // A thread without a context reads as device 0: it gets nothing back
+  // (setting device 0 would create a context there).
+  restore_ = previous_ >= 0 && cuda_thread_has_context();
+  const cudaError_t status = cudaSetDevice(index);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    restore_ = false;
+    throw Error(ErrorKind::kDevice, where + ": cudaSetDevice(" + std::to_string(index) + ") failed: " +
+                                        cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+  }
+}
+
+CudaDeviceScope::~CudaDeviceScope() {
+  if (restore_) cudaSetDevice(previous_);
 }
 
 void cuda_check(cudaError_t status, const char* what) {

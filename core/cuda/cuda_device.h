@@ -33,4 +33,22 @@ void cuda_check(cudaError_t status, const char* what);
 // there (in every process of a multi-GPU job). True when it cannot tell.
 bool cuda_thread_has_context();
 
+// Makes cuda:`index` current for its life, then gives the calling thread
+// back the device it had, if it had one (see cuda_thread_has_context):
+// for code any thread may reach (a Storage's destructor recording a
+// stream, a data loader's worker pinning a batch), which must not leave
+// that thread's later CUDA calls on another device. Throws
+// weir::Error(kDevice) naming `where` when the device cannot be made current.
+class CudaDeviceScope {
+ public:
+  CudaDeviceScope(int index, const std::string& where);
+  ~CudaDeviceScope();
+  CudaDeviceScope(const CudaDeviceScope&) = delete;
+  CudaDeviceScope& operator=(const CudaDeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+  bool restore_ = false;  // this scope changed the device of a thread that had one
+};
+
 }  // namespace weir

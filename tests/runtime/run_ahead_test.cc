@@ -94,8 +94,10 @@ class DeferredKernel final : public OpKernel {
     float* out = y.data<float>();
     const int64_t n = x.num_elements();
     const Behaviour behaviour = behaviour_;
-    if (behaviour.checked && !negatives_.defined()) negatives_ = Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator());
-    int64_t* negatives = behaviour.checked ? negatives_.data<int64_t>() : nullptr;
+    // The launch's own count, kept alive by the check that reads it.
+    const Tensor counted =
+        behaviour.checked ? Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator()) : Tensor();
+    int64_t* negatives = behaviour.checked ? static_cast<int64_t*>(counted.raw_data()) : nullptr;
     // Let go when compute() returns, as a CUDA kernel's workspace is.
     const cuda::LaunchScratch scratch =
         behaviour.scratch ? cuda::LaunchScratch(ctx, {static_cast<size_t>(n) * sizeof(float)}) : cuda::LaunchScratch();
@@ -119,7 +121,7 @@ class DeferredKernel final : public OpKernel {
     });
     if (behaviour.checked) {
       const Node& node = ctx.node();
-      ctx.check_when_done([&node, counted = negatives_] {
+      ctx.check_when_done([&node, counted] {
         const int64_t found = counted.data<int64_t>()[0];
         if (found > 0) fail_node(node, "found " + std::to_string(found) + " negative inputs");
       });
@@ -129,7 +131,6 @@ class DeferredKernel final : public OpKernel {
  private:
   Behaviour behaviour_;
   bool add_;
-  Tensor negatives_;  // written by the device work, read by the check
 };
 
 // A fake GPU of its own per test (the device caches are process-wide).

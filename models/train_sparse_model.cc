@@ -171,7 +171,7 @@ struct Evaluation {
 // client, not a communicator's dense copies or a Geo-SGD client's rows,
 // which need not hold the other workers' last pushes.
 Evaluation evaluate(const SparseModelTraining& options, const std::shared_ptr<ParameterClient>& tables,
-                    const Session& trained, const TrainingGraph& step, const std::vector<Tensor>& test) {
+                    const Session* trained, const TrainingGraph& step, const std::vector<Tensor>& test) {
   const int64_t count = test.front().sizes()[0];
   const int64_t batch = std::min(options.eval_batch, count);
   if (batch < 1) return {};
@@ -187,7 +187,7 @@ Evaluation evaluate(const SparseModelTraining& options, const std::shared_ptr<Pa
       tables->pull_dense(table.name, values.data<float>(), table.width, 0);
     }
   } else {
-    copy_state(trained, eval);
+    copy_state(*trained, eval);  // one trainer thread: checked by the caller
   }
   Evaluation result;
   std::vector<float> scores, labels;
@@ -214,11 +214,16 @@ Evaluation evaluate(const SparseModelTraining& options, const std::shared_ptr<Pa
 
 // Hogwild: `threads` sessions of the step run at once, each taking the next
 // batch from whichever reader queue has one; no lock between their steps
-// (the client is shared, and is thread-safe).
+// (the client is shared, and is thread-safe). Every `options.save_every`
+// steps the threads stop after exactly that many steps and
+// `at_save_point(steps)` runs alone before they go on: the one moment
+// Hogwild steps have in common, where a checkpoint holds every step before
+// it and none after.
 TrainStats run_hogwild(const SparseModelTraining& options, const std::shared_ptr<const Plan>& plan,
                        const SessionOptions& session_options, const TrainingGraph& step, DataLoader& loader,
                        const std::vector<std::string>& feeds, int64_t first_batch,
-                       const std::function<void()>& end_of_epoch) {
+                       const std::function<void()>& end_of_epoch,
+                       const std::function<void(int64_t)>& at_save_point) {
   const int threads = options.trainer_threads;
   std::vector<std::unique_ptr<Session>> sessions;
   for (int t = 0; t < threads; ++t) sessions.push_back(std::make_unique<Session>(plan, session_options));
@@ -233,35 +238,64 @@ TrainStats run_hogwild(const SparseModelTraining& options, const std::shared_ptr
   for (int64_t epoch = first_epoch; steps.load() < limit && (options.steps > 0 || epoch < first_epoch + options.epochs);
        ++epoch) {
     loader.start_epoch(epoch, epoch == first_epoch ? first_batch % per_epoch : 0);
-    std::vector<std::thread> workers;
-    for (int t = 0; t < threads; ++t) {
-      workers.emplace_back([&, t] {
-        try {
-          while (true) {
-            const int64_t number = steps.fetch_add(1) + 1;
-            if (number > limit) break;
-            std::optional<std::vector<Tensor>> batch = loader.next();
-            if (!batch) {
-              steps.fetch_sub(1);
-              break;
+    std::atomic<bool> epoch_over{false};
+    int64_t save_after_epoch = 0;
+    while (!epoch_over.load() && steps.load() < limit) {
+      // Threads claim step numbers up to the next save point, the epoch's
+      // end or the limit; a claim past it, or one that found the epoch
+      // over, is given back, so `steps` counts the steps run once they are
+      // joined.
+      const int64_t done = steps.load();
+      const int64_t epoch_end = done + per_epoch - (first_batch + done) % per_epoch;
+      const int64_t next_save = options.save_every > 0 ? (done / options.save_every + 1) * options.save_every : limit;
+      const int64_t segment_end = std::min({limit, epoch_end, next_save});
+      std::vector<std::thread> workers;
+      for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+          try {
+            while (true) {
+              const int64_t number = steps.fetch_add(1) + 1;
+              if (number > segment_end) {
+                steps.fetch_sub(1);
+                break;
+              }
+              std::optional<std::vector<Tensor>> batch = loader.next();
+              if (!batch) {
+                steps.fetch_sub(1);
+                epoch_over = true;
+                break;
+              }
+              std::map<std::string, Tensor> inputs;
+              for (size_t f = 0; f < feeds.size(); ++f) inputs[feeds[f]] = (*batch)[f];
+              inputs[step.lr_input] = Tensor::scalar<float>(static_cast<float>(options.lr));
+              if (!step.step_input.empty()) inputs[step.step_input] = Tensor::scalar<int64_t>(number);
+              const double loss = sessions[static_cast<size_t>(t)]->run(inputs)[0].data<float>()[0];
+              std::lock_guard lock(mutex);
+              losses.push_back(loss);
             }
-            std::map<std::string, Tensor> inputs;
-            for (size_t f = 0; f < feeds.size(); ++f) inputs[feeds[f]] = (*batch)[f];
-            inputs[step.lr_input] = Tensor::scalar<float>(static_cast<float>(options.lr));
-            if (!step.step_input.empty()) inputs[step.step_input] = Tensor::scalar<int64_t>(number);
-            const double loss = sessions[static_cast<size_t>(t)]->run(inputs)[0].data<float>()[0];
+          } catch (...) {
             std::lock_guard lock(mutex);
-            losses.push_back(loss);
+            if (!error) error = std::current_exception();
+            epoch_over = true;
           }
-        } catch (...) {
-          std::lock_guard lock(mutex);
-          if (!error) error = std::current_exception();
+        });
+      }
+      for (std::thread& worker : workers) worker.join();
+      if (error) std::rethrow_exception(error);
+      const int64_t reached = steps.load();
+      if (reached == epoch_end) epoch_over = true;
+      // The end-of-training save follows the last step; a save at the end
+      // of a pass follows the pass's end, as with one trainer thread.
+      if (options.save_every > 0 && reached == next_save && reached != options.steps) {
+        if (epoch_over.load()) {
+          save_after_epoch = reached;
+        } else {
+          at_save_point(reached);
         }
-      });
+      }
     }
-    for (std::thread& worker : workers) worker.join();
-    if (error) std::rethrow_exception(error);
     if (options.steps == 0) end_of_epoch();  // by epochs, each one runs to its end
+    if (save_after_epoch > 0) at_save_point(save_after_epoch);
     if (options.steps == 0 && epoch + 1 >= first_epoch + options.epochs) break;
     if (losses.empty()) break;  // an epoch without a batch: more would not help
   }
@@ -312,6 +346,11 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
   if (options.trainer_threads < 1) {
     throw Error(ErrorKind::kInvalidArgument, "trainer threads must be at least 1, got " + std::to_string(options.trainer_threads));
   }
+  const int64_t examples = train.empty() ? 0 : train.front().sizes().empty() ? 0 : train.front().sizes()[0];
+  if (options.batch < 1 || examples < options.batch) {
+    throw Error(ErrorKind::kInvalidArgument, "the training data's " + std::to_string(examples) +
+                                                 " examples make no whole batch of " + std::to_string(options.batch));
+  }
   if (options.trainer_threads > 1 && options.strategy.parameter_server.mode == PsMode::kSync) {
     throw Error(ErrorKind::kInvalidArgument, "sync mode runs one trainer thread per worker (a round is one step of "
                                              "each worker); use async, half-async or geo for Hogwild threads");
@@ -344,11 +383,6 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
   if (options.save_every < 0 || (options.save_every > 0 && options.save_to.empty())) {
     throw Error(ErrorKind::kInvalidArgument, "saving every " + std::to_string(options.save_every) +
                                                  " steps needs a positive count and a directory to save in");
-  }
-  if (options.save_every > 0 && options.trainer_threads != 1) {
-    throw Error(ErrorKind::kInvalidArgument, "saving every N steps needs one trainer thread (" +
-                                                 std::to_string(options.trainer_threads) +
-                                                 " Hogwild threads have no common step to save at)");
   }
   if (!options.save_to.empty()) {
     // A job started before a checkpoint there (anew, or resumed from an
@@ -431,7 +465,11 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     Trainer trainer(*session, step, loader, trainer_options);
     stats = options.steps > 0 ? trainer.run_steps(options.steps) : trainer.run_epochs(options.epochs);
   } else {
-    stats = run_hogwild(options, plan, session_options, step, loader, model.inputs, first_batch, end_of_pass);
+    stats = run_hogwild(options, plan, session_options, step, loader, model.inputs, first_batch, end_of_pass,
+                        [&](int64_t number) {
+                          settle(number);
+                          save(number, /*training_goes_on=*/true);
+                        });
   }
   if (options.client != nullptr) settle(stats.steps);
   const bool saved_at_the_end = !saved.empty() && saved.back().filename() == "step-" + std::to_string(first_batch + stats.steps);
@@ -464,7 +502,7 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     if (session == nullptr && !on_servers) {
       throw Error(ErrorKind::kUnsupported, "evaluating a local model trained by several threads is not supported");
     }
-    Evaluation evaluation = evaluate(options, options.servers ? options.servers : options.client, *session, step, *test);
+    Evaluation evaluation = evaluate(options, options.servers ? options.servers : options.client, session.get(), step, *test);
     result.test_auc = evaluation.auc;
     result.test_loss = evaluation.loss;
     result.test_examples = evaluation.examples;

@@ -66,7 +66,7 @@ struct SparseModelTraining {
   // workers meet, and each continues the data where it stopped; the step
   // numbers (sync rounds) start again at 1.
   std::filesystem::path save_to{};
-  int64_t save_every = 0;  // steps; one trainer thread
+  int64_t save_every = 0;  // steps (Hogwild threads stop together for each save)
   std::filesystem::path resume_from{};
   // > 0: every epoch is a pass; at its end the workers meet and worker 0
   // has the servers drop the sparse rows no lookup touched in this many

@@ -290,6 +290,35 @@ TEST(PsTraining, CheckpointsEveryNStepsKeepTheNewestTwoAndEitherResumes) {
   EXPECT_NE(broken.output.find((scratch / "broken" / "latest").string()), std::string::npos) << broken.output;
 }
 
+// Hogwild threads stop together at every save point: each step directory
+// holds exactly the batches before it, also where a save point and an
+// epoch's end meet (8 batches an epoch here: saves at 4 and 8, then 12),
+// and a job resumed from one goes on from there.
+TEST(PsTraining, HogwildThreadsCheckpointEveryNStepsAtCommonSteps) {
+  const ScratchDir scratch;
+  const std::string checkpoint = (scratch / "tables").string();
+  const std::string args = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
+                           "--synthetic-examples 256 --ps async --trainer-threads 2 ";
+  const ProcessResult first = ps_job(args + "--steps 12 --checkpoint-every 4 --checkpoint " + checkpoint);
+  ASSERT_EQ(first.status, 0) << first.output;
+  for (int batches : {4, 8, 12}) {
+    EXPECT_NE(first.output.find("[rank 0] saved: tables in " + checkpoint + "/step-" + std::to_string(batches) + "\n"),
+              std::string::npos)
+        << first.output;
+  }
+  for (const std::string rank : {"[rank 0] ", "[rank 1] "}) EXPECT_EQ(figure(first.output, rank, "steps"), 12) << first.output;
+  EXPECT_EQ(file_text(scratch / "tables" / "step-8" / "worker-0.state"), "batches_trained 8\n");
+  EXPECT_EQ(file_text(scratch / "tables" / "step-8" / "worker-1.state"), "batches_trained 8\n");
+  EXPECT_EQ(file_text(scratch / "tables" / "latest"), "step-12\n");
+
+  const ProcessResult resumed = ps_job(args + "--steps 3 --resume " + checkpoint + "/step-8");
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("[rank 1] resumed: tables from " + checkpoint + "/step-8, data from batch 8"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(figure(resumed.output, "[rank 0] ", "steps"), 3) << resumed.output;
+}
+
 TEST(PsTraining, ShrinkingDropsOnlyTheRowsNoPassTouched) {
   // Two passes over the same log touch the same ids: nothing to drop.
   const std::string args = "--model ctr --optimizer adagrad --lr 0.1 --batch 32 --synthetic-examples 256 "
@@ -324,6 +353,9 @@ TEST(PsTraining, NoServersOrUnreachableOnesAreCliErrors) {
   testing::expect_cli_error(testing::run_graph_runner("train --model ctr --trainer-threads 2 --steps 1 "
                                                       "--ids-per-slot 10 --synthetic-examples 64"),
                             "--trainer-threads");
+  testing::expect_cli_error(testing::run_graph_runner("train --model ctr --batch 64 --steps 1 --ids-per-slot 10 "
+                                                      "--synthetic-examples 40"),
+                            "examples make no whole batch of 64");
   testing::expect_cli_error(testing::run_graph_runner("train --model ctr --checkpoint /tmp/x --steps 1 "
                                                       "--ids-per-slot 10 --synthetic-examples 64"),
                             "without --ps");

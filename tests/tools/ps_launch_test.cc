@@ -2,8 +2,10 @@
 // (graph-runner ps-server) start first, the workers get their endpoints in
 // WEIR_SERVER_ENDPOINTS, and the servers are stopped when the workers are
 // done; a failed worker stops the others and then the servers; a server
-// killed while the workers run fails the job naming it. Every launch runs
-// under `timeout`, and every test checks that no process it started is left.
+// killed while the workers run fails the job naming it. With --nnodes, each
+// host's launch starts its own servers and the workers get all of them.
+// Every launch runs under `timeout`, and every test checks that no process
+// it started is left.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -12,11 +14,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "tests/distributed/process_group.h"
+#include "tests/test_util.h"
 #include "tests/tools/process_util.h"
 
 namespace weir {
@@ -148,7 +155,8 @@ TEST(PsLaunch, BadSettingsAreCliErrors) {
   testing::expect_cli_error(launch("--servers 2 -n 2 --workers 3 -- true"), "-n 2 and --workers 3");
   testing::expect_cli_error(launch("--servers -1 --workers 2 -- true"), "--servers must be 0 or more, got -1");
   testing::expect_cli_error(launch("--servers 2 -- true"), "-n N (or --workers N)");
-  testing::expect_cli_error(launch("--servers 1 --workers 1 --nnodes 2 -- true"), "--servers with --nnodes 2");
+  testing::expect_cli_error(launch("--servers 1 --workers 1 --nnodes 2 --master-port 65535 -- true"),
+                            "needs --master-port + 1 for the launches' store");
   // The same value twice is one setting; no servers is launch as before.
   ProcessResult r = launch("-n 2 --workers 2 -- sh -c 'echo \"role=${WEIR_ROLE-unset} endpoints=${WEIR_SERVER_ENDPOINTS-unset}\"'");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -186,6 +194,107 @@ TEST(PsLaunch, SigtermStopsWorkersAndServers) {
   expect_gone(numbers_after(r.output, "[rank 0] pids="), "server", r.output);
   expect_gone(numbers_after(r.output, "[rank 0] worker="), "worker", r.output);
   expect_gone(numbers_after(r.output, "[rank 1] worker="), "worker", r.output);
+}
+
+// A job of two hosts, each host's launch here on 127.0.0.1 as its own node:
+// `node0` and `node1` are the files each node's workers run (bash), and
+// `between` shell lines run once both launches started ($one and $zero are
+// their pids). Node 0's launch output is the result's; node 1's follows it
+// after "--- node 1 ---".
+ProcessResult two_hosts(const testing::ScratchDir& dir, const std::string& node0, const std::string& node1,
+                        const std::string& between = "") {
+  const int port = testing::unused_port();
+  const std::string launch = std::string(WEIR_GRAPH_RUNNER) + " launch --nnodes 2 --master-port " +
+                             std::to_string(port) + " --servers 1 --workers 1 --node-rank ";
+  std::ofstream(dir / "node0.sh") << node0;
+  std::ofstream(dir / "node1.sh") << node1;
+  const std::string logs = (dir / "node").string();
+  std::ofstream(dir / "job.sh") << launch + "1 -- bash " + (dir / "node1.sh").string() + " > " + logs + "1.log 2>&1 &\n"
+                                   "one=$!\n" +
+                                       launch + "0 -- bash " + (dir / "node0.sh").string() + " > " + logs + "0.log 2>&1 &\n"
+                                   "zero=$!\n" +
+                                       between + "\nwait $zero; echo \"node 0 exited $?\" >> " + logs + "0.log\n"
+                                   "wait $one; echo \"node 1 exited $?\" >> " + logs + "1.log\n";
+  ProcessResult r = testing::run_command("timeout -k 5 60 bash " + (dir / "job.sh").string());
+  std::ifstream zero(logs + "0.log"), one(logs + "1.log");
+  r.output += std::string(std::istreambuf_iterator<char>(zero), {}) + "--- node 1 ---\n" +
+              std::string(std::istreambuf_iterator<char>(one), {});
+  return r;
+}
+
+// Every worker gets both hosts' servers in node order; node 0's launch,
+// whose worker is done at once, keeps its server until node 1's worker,
+// 2 s later, has reached it.
+TEST(PsLaunch, HostsShareTheirServersAndWaitForEachOtherAtTheEnd) {
+  const testing::ScratchDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult r = two_hosts(dir, "echo \"endpoints=$WEIR_SERVER_ENDPOINTS\"; echo \"pids=$WEIR_SERVER_PIDS\"\n",
+                                    "sleep 2; IFS=, read -ra E <<< \"$WEIR_SERVER_ENDPOINTS\"\n"
+                                    "for e in \"${E[@]}\"; do exec 3<>/dev/tcp/${e%:*}/${e#*:} || exit 3; exec 3>&-; done\n"
+                                    "echo \"reached ${#E[@]}: $WEIR_SERVER_ENDPOINTS\"\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s) << r.output;
+  EXPECT_NE(r.output.find("node 0 exited 0\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("node 1 exited 0\n"), std::string::npos) << r.output;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(r.output, match, std::regex(R"(\[server 0\] ps-server listening on (127\.0\.0\.1:\d+)\n)")))
+      << r.output;
+  const std::string server0 = match[1];
+  ASSERT_TRUE(std::regex_search(r.output, match, std::regex(R"(\[server 1\] ps-server listening on (127\.0\.0\.1:\d+)\n)")))
+      << r.output;
+  const std::string both = server0 + "," + match[1].str();
+  EXPECT_NE(r.output.find("[rank 0] endpoints=" + both + "\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank 1] reached 2: " + both + "\n"), std::string::npos) << r.output;
+  const std::vector<int> servers = numbers_after(r.output, "[rank 0] pids=");
+  EXPECT_EQ(servers.size(), 2u) << r.output;
+  expect_gone(servers, "server", r.output);
+}
+
+// A sync job of two hosts, one worker and one server each, trains as the
+// same job on one host: server i holds the same rows either way.
+TEST(PsLaunch, TwoHostsTrainAsOneHostWithTheSameServers) {
+  const testing::ScratchDir dir;
+  const std::string train = std::string(WEIR_GRAPH_RUNNER) +
+                            " train --model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 "
+                            "--synthetic-examples 256 --print-losses --ps sync --steps 4";
+  const ProcessResult one = launch("--servers 2 --workers 2 -- " + train);
+  ASSERT_EQ(one.status, 0) << one.output;
+  const ProcessResult two = two_hosts(dir, "exec " + train + "\n", "exec " + train + "\n");
+  ASSERT_NE(two.output.find("node 0 exited 0\n"), std::string::npos) << two.output;
+  ASSERT_NE(two.output.find("node 1 exited 0\n"), std::string::npos) << two.output;
+  int compared = 0;
+  for (const std::string rank : {"0", "1"}) {
+    for (int step = 1; step <= 4; ++step) {
+      const std::regex line(R"(\[rank )" + rank + R"(\] step )" + std::to_string(step) + R"( loss: ([-+0-9.eE]+)\n)");
+      std::smatch a, b;
+      ASSERT_TRUE(std::regex_search(one.output, a, line)) << one.output;
+      ASSERT_TRUE(std::regex_search(two.output, b, line)) << two.output;
+      EXPECT_EQ(a[1].str(), b[1].str()) << "rank " << rank << ", step " << step << "\n" << two.output;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 8);
+}
+
+// Node 1's launch is killed (SIGKILL) while node 0's waits for node 1's
+// workers: node 0's launch fails naming node 1 within seconds, its server
+// stopped. Node 1's server dies with its launch; its worker is stopped here.
+TEST(PsLaunch, AHostsLaunchThatDiesFailsTheOthersNamingIt) {
+  const testing::ScratchDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string log0 = (dir / "node0.log").string();
+  const ProcessResult r = two_hosts(dir, "echo \"pids=$WEIR_SERVER_PIDS\"\n", "echo \"worker=$$\"; sleep 20\n",
+                                    "for i in $(seq 300); do sleep 0.1; grep -q 'rank 0. pids=' " + log0 +
+                                        " && break; done\nsleep 1; kill -9 $one");
+  const std::vector<int> workers = numbers_after(r.output, "[rank 1] worker=");
+  for (int pid : workers) ::kill(pid, SIGKILL);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s) << r.output;
+  EXPECT_NE(r.output.find("node 0 exited 1\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: launch: the launch of node 1 is gone (127.0.0.1:"), std::string::npos) << r.output;
+  // Node 1's server got SIGTERM when its launch died, and stops on its own.
+  const std::vector<int> servers = numbers_after(r.output, "[rank 0] pids=");
+  EXPECT_EQ(servers.size(), 2u) << r.output;
+  for (int i = 0; i < 100 && !servers.empty() && alive(servers.back()); ++i) std::this_thread::sleep_for(100ms);
+  expect_gone(servers, "server", r.output);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tools/graph-runner/launch_rendezvous.h"
 
 namespace weir::tools {
 
@@ -27,6 +29,9 @@ using Clock = std::chrono::steady_clock;
 
 // How long the parameter servers have to say where they listen.
 constexpr std::chrono::seconds kServerStartLimit{30};
+// How long the launches of a job on several hosts wait for each other at
+// the start (their hosts start them at different times).
+constexpr std::chrono::seconds kNodesMeetLimit{300};
 // How long the others have to notice a failure (a collective with a dead
 // rank, or a call to a dead server, fails on its own) before SIGTERM.
 constexpr std::chrono::seconds kNoticeGrace{3};
@@ -190,7 +195,8 @@ std::string this_executable() {
 // One run of launch: its parameter servers, if any, and its workers.
 class Job {
  public:
-  explicit Job(const LaunchArgs& args) : args_(args) {
+  // `nodes`: the other hosts' launches, with --servers and --nnodes > 1.
+  Job(const LaunchArgs& args, LaunchRendezvous* nodes) : args_(args), nodes_(nodes) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(ErrorKind::kIo, "launch: cannot make a pipe");
     wake_fd = wake_[1];
     struct sigaction action {};
@@ -221,6 +227,7 @@ class Job {
     start_workers();
     run_workers();
     for (Child& worker : workers_) read_output(worker, true);  // what they printed last: the pipes hold it
+    if (nodes_ != nullptr && failure_.empty() && received_signal == 0) wait_for_the_other_hosts();
     stop_servers();
     if (failure_.empty()) {
       // A server that did not stop cleanly when the workers were done.
@@ -286,11 +293,12 @@ class Job {
     servers_.resize(static_cast<size_t>(args_.servers));
     for (int i = 0; i < args_.servers; ++i) {
       Child& server = servers_[static_cast<size_t>(i)];
-      server.name = "server " + std::to_string(i);
-      server.index = i;
+      server.index = args_.node_rank * args_.servers + i;  // hosts' servers in node order
+      server.name = "server " + std::to_string(server.index);
       server.server = true;
       server.pid = start({self, "ps-server", "--host", args_.server_host, "--port", "0"},
-                         {{"WEIR_ROLE", "server"}, {"WEIR_SERVER_INDEX", std::to_string(i)}}, true, server.output);
+                         {{"WEIR_ROLE", "server"}, {"WEIR_SERVER_INDEX", std::to_string(server.index)}}, true,
+                         server.output);
     }
     const auto deadline = Clock::now() + kServerStartLimit;
     while (true) {
@@ -330,6 +338,26 @@ class Job {
     for (const Child& server : servers_) {
       endpoints += (endpoints.empty() ? "" : ",") + server.endpoint;
       pids += (pids.empty() ? "" : ",") + std::to_string(server.pid);
+    }
+    if (nodes_ != nullptr) {
+      // Every host's servers, in node order, each host's the same count
+      // (the servers' indices and the rows they hold follow from it).
+      const std::vector<std::string> every_endpoints = nodes_->all_gather("servers", endpoints);
+      const std::vector<std::string> every_pids = nodes_->all_gather("server-pids", pids);
+      endpoints.clear();
+      pids.clear();
+      for (int n = 0; n < args_.nnodes; ++n) {
+        const std::string& theirs = every_endpoints[static_cast<size_t>(n)];
+        const int count = theirs.empty() ? 0 : 1 + static_cast<int>(std::count(theirs.begin(), theirs.end(), ','));
+        if (count != args_.servers) {
+          throw Error(ErrorKind::kInvalidArgument,
+                      "launch: node " + std::to_string(n) + " started " + std::to_string(count) +
+                          " parameter servers and this node (" + std::to_string(args_.node_rank) + ") " +
+                          std::to_string(args_.servers) + ": give every host's launch the same --servers");
+        }
+        endpoints += (endpoints.empty() ? "" : ",") + theirs;
+        pids += (pids.empty() ? "" : ",") + every_pids[static_cast<size_t>(n)];
+      }
     }
     workers_.resize(static_cast<size_t>(args_.processes));
     for (int l = 0; l < args_.processes; ++l) {
@@ -421,6 +449,28 @@ class Job {
     }
   }
 
+  // This host's workers are done; the other hosts' may still use this
+  // host's servers. Waits for them, watching this host's servers and
+  // forwarding nothing: a signal to launch ends the wait.
+  void wait_for_the_other_hosts() {
+    try {
+      nodes_->finish([this] {
+        pump(200);
+        if (received_signal != 0) return false;
+        for (Child& server : servers_) {
+          if (!reap(server)) continue;
+          failure_ = server_name(server) + " " + how_it_ended(server.status) + " while other hosts' workers ran";
+          failed_ = &server;
+          return false;
+        }
+        return true;
+      });
+    } catch (const Error& e) {
+      failure_ = e.message();
+      failed_ = nullptr;
+    }
+  }
+
   // SIGTERM to each server still running, SIGKILL to those still running
   // 10 s later; returns when all have ended.
   void stop_servers() {
@@ -443,6 +493,7 @@ class Job {
   }
 
   const LaunchArgs& args_;
+  LaunchRendezvous* nodes_;
   int wake_[2] = {-1, -1};
   std::vector<Child> servers_;
   std::vector<Child> workers_;
@@ -461,10 +512,6 @@ int launch(LaunchArgs args) {
   if (!args.processes_given) args.processes = args.workers;
   if (args.processes < 1) throw Error(ErrorKind::kInvalidArgument, "launch: -n must be at least 1, got " + std::to_string(args.processes));
   if (args.servers < 0) throw Error(ErrorKind::kInvalidArgument, "launch: --servers must be 0 or more, got " + std::to_string(args.servers));
-  if (args.servers > 0 && args.nnodes > 1) {
-    throw Error(ErrorKind::kInvalidArgument, "launch: --servers with --nnodes " + std::to_string(args.nnodes) +
-                                                 " is not supported: each host's launch would start servers of its own");
-  }
   if (args.nnodes < 1 || args.node_rank < 0 || args.node_rank >= args.nnodes) {
     throw Error(ErrorKind::kInvalidArgument, "launch: --node-rank " + std::to_string(args.node_rank) +
                                                  " is not a node of --nnodes " + std::to_string(args.nnodes));
@@ -473,8 +520,24 @@ int launch(LaunchArgs args) {
     throw Error(ErrorKind::kInvalidArgument, "launch: --master-port " + std::to_string(args.master_port) + " is not a TCP port");
   }
   if (args.command.empty()) throw Error(ErrorKind::kInvalidArgument, "launch: no command to run (give it after --)");
-  Job job(args);
-  return job.run();
+  if (args.servers > 0 && args.nnodes > 1 && args.master_port == 65535) {
+    throw Error(ErrorKind::kInvalidArgument, "launch: --servers with --nnodes needs --master-port + 1 for the "
+                                             "launches' store; 65535 has none");
+  }
+  std::unique_ptr<LaunchRendezvous> nodes;
+  try {
+    if (args.servers > 0 && args.nnodes > 1) {
+      // Before any child starts: a signal now just ends launch.
+      nodes = std::make_unique<LaunchRendezvous>(args.nnodes, args.node_rank, args.master_addr, args.master_port,
+                                                 args.server_host, kNodesMeetLimit);
+    }
+    Job job(args, nodes.get());
+    return job.run();
+  } catch (const Error& e) {
+    if (nodes) nodes->fail(e.message());  // the other hosts' launches stop waiting for this one
+    if (e.message().rfind("launch: ", 0) == 0) throw;
+    throw Error(e.kind(), "launch: " + e.message());  // the store's, the rendezvous's
+  }
 }
 
 }  // namespace
@@ -491,7 +554,7 @@ void add_launch_command(CLI::App& app) {
   cmd->add_option("--servers", args->servers,
                   "parameter servers (graph-runner ps-server) to start before the workers, on this host (default 0: none)");
   cmd->add_option("--server-host", args->server_host, "the address the parameter servers listen on (default 127.0.0.1)");
-  cmd->add_option("--nnodes", args->nnodes, "hosts in the job, each running launch (default 1; 1 with --servers)");
+  cmd->add_option("--nnodes", args->nnodes, "hosts in the job, each running launch (default 1)");
   cmd->add_option("--node-rank", args->node_rank, "this host among them, 0 .. nnodes-1 (default 0)");
   cmd->add_option("--master-addr", args->master_addr, "where rank 0 serves the rendezvous store (default 127.0.0.1)");
   cmd->add_option("--master-port", args->master_port, "its port (default 29500)");
@@ -510,7 +573,13 @@ void add_launch_command(CLI::App& app) {
       "  WEIR_SERVER_PIDS=PID,...              the servers' process ids, same order (for debugging)\n"
       "When every worker has exited 0, the servers get SIGTERM (SIGKILL 10 s later) and must exit 0. A\n"
       "server that dies while the workers run fails the job: the workers get 3 s to notice (their calls\n"
-      "to it fail naming it) before they are stopped.");
+      "to it fail naming it) before they are stopped.\n"
+      "\n"
+      "With --servers S and --nnodes N, every host's launch starts S servers (listening on --server-host,\n"
+      "which the other hosts must reach) and its workers; the launches meet through a store that node 0's\n"
+      "launch serves on --master-port + 1 (5 min at most for all to come), so that every worker gets all\n"
+      "N*S servers in node order (server n*S+i is node n's i-th). A host whose workers are done keeps its\n"
+      "servers until every host's are, and fails when another host's launch failed or is gone.");
   cmd->callback([args, processes, workers] {
     args->processes_given = processes->count() > 0;
     args->workers_given = workers->count() > 0;

@@ -5,10 +5,10 @@
 //
 // Labels are checked on the device: a label outside [0, C) that is not
 // ignore_index is never used as an index (its position weighs 0), and the
-// first such position and its label are read back with host_copy after the
-// launch, failing the node with the CPU kernel's message. That read waits
-// for the loss kernels to finish: one short host round trip per loss node
-// and step, the price of an error instead of a silently wrong loss.
+// first such position and its label are read back once the step's work is
+// done (cuda::check_device_values: the launch does not wait for it),
+// failing the node with the CPU kernel's message: an error instead of a
+// silently wrong loss.
 #pragma once
 
 #include "ops/kernel.h"

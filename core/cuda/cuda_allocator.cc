@@ -22,7 +22,8 @@ void* CudaAllocator::allocate(size_t bytes, size_t alignment) {
     throw Error(ErrorKind::kInvalidArgument, "CUDA allocations are 256-byte aligned; " +
                                                  std::to_string(alignment) + " was asked for");
   }
-  cuda_check(cudaSetDevice(device_index_), "cudaSetDevice");
+  // Any thread may ask (a cache miss): it keeps its own device afterwards.
+  const CudaDeviceScope scope(device_index_, "allocating on " + device().to_string());
   void* ptr = nullptr;
   cudaError_t status = cudaMalloc(&ptr, bytes);
   if (status == cudaErrorMemoryAllocation) {
@@ -37,8 +38,13 @@ void* CudaAllocator::allocate(size_t bytes, size_t alignment) {
 
 void CudaAllocator::deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  cudaSetDevice(device_index_);
-  cudaFree(ptr);  // a failure here (driver shutting down) has nothing left to save
+  try {
+    // Any thread may free (a Storage's last owner): it keeps its own device.
+    const CudaDeviceScope scope(device_index_, "freeing on " + device().to_string());
+    cudaFree(ptr);  // a failure here (driver shutting down) has nothing left to save
+  } catch (const Error&) {
+    // The device cannot be made current (driver shutting down): nothing to free it with.
+  }
   counters_.on_deallocate(bytes);
 }
 
@@ -50,6 +56,10 @@ void copy_tensor(const Tensor& source, const Tensor& destination) {
   if (source.nbytes() == 0) return;
   cuda_check(cudaMemcpy(destination.raw_data(), source.raw_data(), source.nbytes(), cudaMemcpyDefault),
              "cudaMemcpy");
+  // cudaMemcpy may return before a copy into device memory has landed (from
+  // pageable memory once it is staged; device to device at once), and work on
+  // Weir's non-blocking streams is not ordered after the default stream's.
+  cuda_check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize after cudaMemcpy");
 }
 
 Tensor copy_to_host(const Tensor& source) {

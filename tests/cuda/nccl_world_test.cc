@@ -129,6 +129,10 @@ TEST_F(NcclOnGpu, CallsOnACudaStreamAreEnqueuedThere) {
   Stream& comm_stream = gpu->stream({StreamKind::kCommunication, 0});
   Tensor on_device = copy_to_device(testing::random_tensor(DType::kFloat32, {64}, 4), memory);
   Tensor reduced(DType::kFloat32, {64}, memory);
+  // The stream's communicator made first, with time to spare: NCCL's init
+  // (topology, buffers, its kernels' module) may take longer than 200 ms.
+  world->communicator()->all_reduce(on_device, reduced, ReduceOp::kSum, {.tag = "warm", .stream = &comm_stream});
+  comm_stream.record()->synchronize(30s, "the warm-up all-reduce");
   auto hold = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); };
   cudaLaunchHostFunc(static_cast<cudaStream_t>(comm_stream.native_handle()), hold, nullptr);
   CommCall late{.tag = "late", .timeout = 200ms, .stream = &comm_stream};

@@ -18,9 +18,11 @@ __global__ void instance_norm_planes(const T* x, const T* scale, const T* bias, 
     T* out = y + plane * len;
     const float2 s = row_statistics(in, len, epsilon);
     const int64_t c = plane % channels;
-    const float a = s.y * load(scale[c]);
-    const float b = (bias != nullptr ? load(bias[c]) : 0.0f) - s.x * a;
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) out[j] = store<T>(load(in[j]) * a + b);
+    // Rounded as the CPU's (no fused multiply-adds): for a plane of one
+    // element (rstd 1 / sqrt(epsilon)) x * a and mean * a cancel.
+    const float a = __fmul_rn(s.y, load(scale[c]));
+    const float b = __fsub_rn(bias != nullptr ? load(bias[c]) : 0.0f, __fmul_rn(s.x, a));
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) out[j] = store<T>(__fadd_rn(__fmul_rn(load(in[j]), a), b));
   }
 }
 

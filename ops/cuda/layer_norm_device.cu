@@ -56,9 +56,11 @@ __global__ void layer_norm_grad_rows(const T* dy, const T* x, const T* scale, T*
     T* out = dx + row * len;
     const float2 s = row_statistics(in, len, epsilon);
     float sum_dxhat = 0.0f, sum_dxhat_xhat = 0.0f;
+    // dxhat rounded alone, as the CPU's (no fused multiply-add): in a row of
+    // one element dxhat - mean_dxhat is then exactly 0, as there.
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
       const float xhat = (load(in[j]) - s.x) * s.y;
-      const float dxhat = load(grad[j]) * load(scale[j]);
+      const float dxhat = __fmul_rn(load(grad[j]), load(scale[j]));
       sum_dxhat += dxhat;
       sum_dxhat_xhat += dxhat * xhat;
     }
@@ -66,7 +68,7 @@ __global__ void layer_norm_grad_rows(const T* dy, const T* x, const T* scale, T*
     const float mean_dxhat_xhat = block_reduce<SumOp>(sum_dxhat_xhat) / static_cast<float>(len);
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
       const float xhat = (load(in[j]) - s.x) * s.y;
-      const float dxhat = load(grad[j]) * load(scale[j]);
+      const float dxhat = __fmul_rn(load(grad[j]), load(scale[j]));
       out[j] = store<T>(s.y * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
     }
     if (threadIdx.x == 0) stats[row] = s;

@@ -9,7 +9,11 @@
 // results stay in the compute type (f32 or f64) on both: programs of those
 // match bit for bit. Exp, Log, Tanh, Erf, Sigmoid differ by a few ulps
 // between the device's math library and glibc, and later steps carry that
-// on: 1e-5 relative for f32, 1e-12 for f64.
+// on: 1e-5 relative for f32, 1e-12 for f64. Where later steps cancel (the
+// every-op program's sum of -sqrt(...) + 1/y + floor + ceil, the gelu-like
+// erf(x s) + s for s < 1) an ulp of exp or erf becomes a large relative
+// error on a result near 0: in f32 up to ~1.5e-5 absolute (values up to 6
+// times a sqrt up to 20), hence 1e-4 absolute there.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -33,7 +37,7 @@ std::map<std::string, Attribute> program(std::vector<std::string> lines) {
   return {{"program", Attribute(std::move(lines))}};
 }
 
-Tolerance library_tolerance(DType dtype) { return dtype == DType::kFloat32 ? Tolerance{1e-5, 1e-30} : Tolerance{1e-12, 1e-300}; }
+Tolerance library_tolerance(DType dtype) { return dtype == DType::kFloat32 ? Tolerance{1e-5, 1e-4} : Tolerance{1e-12, 1e-300}; }
 
 TEST_P(FusedElementwiseOnBackend, ArithmeticProgramsMatchTheCpuBitForBit) {
   uint32_t seed = 1;

@@ -35,27 +35,38 @@ mkdir -p "$out"
 stages=("$@")
 [[ ${#stages[@]} -gt 0 ]] || stages=(tests lenet infer train nccl2)
 
+# Every program runs under a time limit, so that a hang cannot take the device
+# call's 10 minutes: `limit` seconds (default 120), or what is left of
+# $budget seconds from this script's start, whichever is less.
+budget=${WEIR_GPU_BUDGET:-580}
+limited() {
+  local cap=${limit:-120} left=$((budget - SECONDS))
+  (( left < cap )) && cap=$left
+  if (( cap < 5 )); then echo "out of time (${budget} s): skipped $(basename "$1")" >&2; return 124; fi
+  timeout -k 10 "$cap" "$@"
+}
+
 work=/tmp/weir-cuda
 rm -rf "$work" && mkdir -p "$work"
-tar -C "$work" -xJf "$root/.cuda-bundle/weir-cuda-bundle.tar.xz" || { echo "no bundle: run scripts/cuda_bundle.sh here first"; exit 1; }
+limited tar -C "$work" -xJf "$root/.cuda-bundle/weir-cuda-bundle.tar.xz" || { echo "no bundle: run scripts/cuda_bundle.sh here first"; exit 1; }
 bin=$work/weir/bin
 # cuDNN, cuBLAS and NCCL are opened by name: the toolkit's, then the pip
 # wheels' (nvidia-cudnn-cu13, nvidia-nccl-cu13) that the machine's Python has.
 library_path=$work/weir/lib:/usr/local/cuda/lib64
-for wheel_dir in $(python3 -c 'import nvidia, os; p = nvidia.__path__[0]; print(" ".join(os.path.join(p, d, "lib") for d in sorted(os.listdir(p)) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null); do
+for wheel_dir in $(limit=30 limited python3 -c 'import nvidia, os; p = nvidia.__path__[0]; print(" ".join(os.path.join(p, d, "lib") for d in sorted(os.listdir(p)) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null); do
   library_path=$library_path:$wheel_dir
 done
 # Only Weir's programs see the bundle's libraries (Debian's libssl, zlib...):
 # python3 and nvidia-smi keep the machine's own.
-weir() { local program=$1; shift; LD_LIBRARY_PATH=$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$bin/$program" "$@"; }
+weir() { local program=$1; shift; LD_LIBRARY_PATH=$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} limited "$bin/$program" "$@"; }
 gpu=${WEIR_GPU:-cuda}
-nvidia-smi -L 2>&1 | tee "$out/device.log"
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+limit=30 limited nvidia-smi -L 2>&1 | tee "$out/device.log"
+gpus=$(grep -c '^GPU' "$out/device.log")
 
 # The largest relative difference between two runs' `step N loss: X` lines,
 # against a tolerance: compare_losses WANT GOT LABEL TOLERANCE.
 compare_losses() {
-  python3 - "$@" <<'EOF'
+  limit=30 limited python3 - "$@" <<'EOF'
 import re, sys
 def losses(path):
     return [float(m.group(1)) for m in re.finditer(r"step \d+ loss: (\S+)", open(path).read())]
@@ -72,13 +83,19 @@ run_stage() {
   echo "=== $stage"
   case $stage in
     tests)
-      (cd "$work" && LD_LIBRARY_PATH=$library_path timeout 560 "$bin/weir_cuda_tests" --gtest_output=xml:"$out/cuda_tests.xml" 2>&1) \
+      (cd "$work" && LD_LIBRARY_PATH=$library_path limit=540 limited "$bin/weir_cuda_tests" --gtest_output=xml:"$out/cuda_tests.xml" 2>&1) \
         > "$out/tests.log"
+      status=$?
       grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log"; grep -E '^\[  FAILED  \]' "$out/tests.log" | head -40
-      failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/tests.log" | awk '{print $4}' | sort -u | paste -sd: -)
+      # Ended without gtest's summary (a crash, or the time limit): name the test it was in.
+      if ! grep -q '^\[==========\] .* ran\.' "$out/tests.log"; then
+        echo "weir_cuda_tests ended with status $status in: $(grep -E '^\[ RUN      \]' "$out/tests.log" | tail -1)"
+      fi
+      # A parameterized test's line reads "[  FAILED  ] Cuda/Suite.Test/cuda0, where GetParam() = ...".
+      failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/tests.log" | awk '{sub(/,$/, "", $4); print $4}' | sort -u | paste -sd: -)
       if [[ -n $failed ]]; then
         echo "the failed tests again, waiting for each step (WEIR_SYNC_STEPS=1):"
-        (cd "$work" && WEIR_SYNC_STEPS=1 LD_LIBRARY_PATH=$library_path timeout 120 "$bin/weir_cuda_tests" --gtest_filter="$failed" 2>&1) \
+        (cd "$work" && WEIR_SYNC_STEPS=1 LD_LIBRARY_PATH=$library_path limit=120 limited "$bin/weir_cuda_tests" --gtest_filter="$failed" 2>&1) \
           > "$out/tests-sync.log"
         grep -E '^\[  (PASSED|FAILED) ' "$out/tests-sync.log"
       fi ;;
@@ -95,7 +112,7 @@ run_stage() {
     infer)
       # Fixed batches, so the FLOP estimates count every example; initial
       # weights, uncalibrated (latency does not depend on the values).
-      python3 -c "
+      limit=60 limited python3 -c "
 import numpy as np
 for b in (1, 64): np.save('$work/img%d.npy' % b, np.random.RandomState(b).rand(b, 3, 224, 224).astype(np.float32))
 for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randint(0, 1000, (b, 128)).astype(np.int64))"
@@ -118,7 +135,7 @@ for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randin
         done
       done ;;
     train)
-      weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \
+      limit=240 weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \
         --classes 1000 --steps 30 --optimizer momentum --lr 0.01 2>&1 | grep -E "ms_per_step|examples_per_second|step_flops|final_loss|error" ;;
     nccl2)
       if (( gpus < 2 )); then echo "one GPU: the 2-GPU comparison needs two"; return; fi

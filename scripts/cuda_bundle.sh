@@ -17,11 +17,12 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/weir/bin" "$stage/weir/lib" "$out"
 cp "${binaries[@]}" "$stage/weir/bin/"
-# Everything ldd resolves, except what every glibc system has and what the
-# GPU machine's CUDA provides (its own driver-matched runtime is used).
+# Everything ldd resolves, except what every glibc system has. The CUDA
+# runtime goes too (under 1 MB), so a machine with the driver alone starts:
+# cuBLASLt, cuDNN and NCCL are opened from the machine's CUDA or its wheels.
 ldd "${binaries[@]}" | awk '/=> \//{print $3}' | sort -u | while read -r library; do
   case "$(basename "$library")" in
-    libc.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|libcudart.so.*) ;;
+    libc.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) ;;
     *) cp -L "$library" "$stage/weir/lib/" ;;
   esac
 done

@@ -61,6 +61,18 @@ bool accepts_connections(int port) {
   return connected;
 }
 
+// Whether a loopback listener could take `port` now.
+bool bindable(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool bound = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  if (fd >= 0) ::close(fd);
+  return bound;
+}
+
 // None of `pids` is still running.
 void expect_gone(const std::vector<int>& pids, const std::string& what, const std::string& output) {
   for (int pid : pids) EXPECT_FALSE(alive(pid)) << what << " " << pid << " is still running\n" << output;
@@ -203,7 +215,11 @@ TEST(PsLaunch, SigtermStopsWorkersAndServers) {
 // after "--- node 1 ---".
 ProcessResult two_hosts(const testing::ScratchDir& dir, const std::string& node0, const std::string& node1,
                         const std::string& between = "") {
-  const int port = testing::unused_port();
+  // The launches' store listens on the master port + 1: both free now.
+  int port = testing::unused_port();
+  for (int tries = 0; tries < 20 && (port == 0 || port == 65535 || !bindable(port + 1)); ++tries) {
+    port = testing::unused_port();
+  }
   const std::string launch = std::string(WEIR_GRAPH_RUNNER) + " launch --nnodes 2 --master-port " +
                              std::to_string(port) + " --servers 1 --workers 1 --node-rank ";
   std::ofstream(dir / "node0.sh") << node0;

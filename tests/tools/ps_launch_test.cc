@@ -50,28 +50,23 @@ std::vector<int> numbers_after(const std::string& output, const std::string& pre
 
 bool alive(int pid) { return pid > 0 && ::kill(pid, 0) == 0; }
 
-bool accepts_connections(int port) {
+// `use` (connect or bind) of a fresh socket to 127.0.0.1:`port` succeeded.
+template <typename Use>
+bool on_loopback(int port, Use use) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  const bool done = use(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
   ::close(fd);
-  return connected;
+  return done;
 }
 
+bool accepts_connections(int port) { return on_loopback(port, ::connect); }
 // Whether a loopback listener could take `port` now.
-bool bindable(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool bound = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-  if (fd >= 0) ::close(fd);
-  return bound;
-}
+bool bindable(int port) { return on_loopback(port, ::bind); }
 
 // None of `pids` is still running.
 void expect_gone(const std::vector<int>& pids, const std::string& what, const std::string& output) {

@@ -1,14 +1,15 @@
 #include "models/train_classifier.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/communicator.h"
 #include "core/error.h"
 #include "frontend/data/data_loader.h"
 #include "frontend/nn/margin_head.h"
+#include "frontend/train/checkpoint.h"
 #include "frontend/train/evaluate.h"
 #include "frontend/train/trainer.h"
 #include "ops/loss/class_shards.h"
@@ -27,29 +28,13 @@ namespace {
 // world of processes over its communicator.
 Tensor gather_class_centres(const ClassCentres& centres, const std::function<Tensor(int)>& in_process_shard,
                             World* world, const Tensor& own) {
-  const int ranks = centres.ranks;
-  const int64_t dim = own.sizes()[1];
+  std::vector<RowShard> parts;
+  for (int r = 0; r < centres.ranks; ++r) {
+    const ClassShard shard = class_shard(centres.classes, centres.ranks, r);
+    parts.push_back({.rows = centres.classes, .start = shard.start, .count = shard.count});
+  }
   std::shared_ptr<Communicator> comm = world != nullptr ? world->communicator() : nullptr;
-  if (comm != nullptr && comm->rank() != 0) {
-    comm->send(own, 0, "plsc/class_centres");
-    return {};
-  }
-  Tensor all(DType::kFloat32, {centres.classes, dim});
-  for (int r = 0; r < ranks; ++r) {
-    const ClassShard shard = class_shard(centres.classes, ranks, r);
-    Tensor rows;
-    if (comm == nullptr) {
-      rows = in_process_shard(r);
-    } else if (r == 0) {
-      rows = own;
-    } else {
-      rows = Tensor(DType::kFloat32, own.sizes());
-      comm->recv(rows, r, "plsc/class_centres");
-    }
-    std::memcpy(all.data<float>() + shard.start * dim, rows.data<float>(),
-                static_cast<size_t>(shard.count * dim) * sizeof(float));
-  }
-  return all;
+  return gather_row_shard(centres.weight, parts, own, comm.get(), in_process_shard);
 }
 
 // The head's state: its centres and their optimizer state, the

@@ -235,59 +235,63 @@ TrainStats run_hogwild(const SparseModelTraining& options, const std::shared_ptr
   const auto start = std::chrono::steady_clock::now();
   const int64_t per_epoch = loader.batches_per_epoch();
   const int64_t first_epoch = first_batch / per_epoch;
+  // Every thread runs steps, claiming their numbers, up to `segment_end`;
+  // a claim past it, or one that found the epoch's batches used up, is
+  // given back, so `steps` counts the steps run once they are joined.
+  // Returns whether the batches ran out.
+  auto run_until = [&](int64_t segment_end) {
+    std::atomic<bool> ran_out{false};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        try {
+          while (true) {
+            const int64_t number = steps.fetch_add(1) + 1;
+            if (number > segment_end) {
+              steps.fetch_sub(1);
+              break;
+            }
+            std::optional<std::vector<Tensor>> batch = loader.next();
+            if (!batch) {
+              steps.fetch_sub(1);
+              ran_out = true;
+              break;
+            }
+            std::map<std::string, Tensor> inputs;
+            for (size_t f = 0; f < feeds.size(); ++f) inputs[feeds[f]] = (*batch)[f];
+            inputs[step.lr_input] = Tensor::scalar<float>(static_cast<float>(options.lr));
+            if (!step.step_input.empty()) inputs[step.step_input] = Tensor::scalar<int64_t>(number);
+            const double loss = sessions[static_cast<size_t>(t)]->run(inputs)[0].data<float>()[0];
+            std::lock_guard lock(mutex);
+            losses.push_back(loss);
+          }
+        } catch (...) {
+          std::lock_guard lock(mutex);
+          if (!error) error = std::current_exception();
+        }
+      });
+    }
+    for (std::thread& worker : workers) worker.join();
+    if (error) std::rethrow_exception(error);
+    return ran_out.load();
+  };
   for (int64_t epoch = first_epoch; steps.load() < limit && (options.steps > 0 || epoch < first_epoch + options.epochs);
        ++epoch) {
     loader.start_epoch(epoch, epoch == first_epoch ? first_batch % per_epoch : 0);
-    std::atomic<bool> epoch_over{false};
+    bool epoch_over = false;
     int64_t save_after_epoch = 0;
-    while (!epoch_over.load() && steps.load() < limit) {
-      // Threads claim step numbers up to the next save point, the epoch's
-      // end or the limit; a claim past it, or one that found the epoch
-      // over, is given back, so `steps` counts the steps run once they are
-      // joined.
+    while (!epoch_over && steps.load() < limit) {
+      // Up to the next save point, the epoch's end or the limit.
       const int64_t done = steps.load();
       const int64_t epoch_end = done + per_epoch - (first_batch + done) % per_epoch;
       const int64_t next_save = options.save_every > 0 ? (done / options.save_every + 1) * options.save_every : limit;
-      const int64_t segment_end = std::min({limit, epoch_end, next_save});
-      std::vector<std::thread> workers;
-      for (int t = 0; t < threads; ++t) {
-        workers.emplace_back([&, t] {
-          try {
-            while (true) {
-              const int64_t number = steps.fetch_add(1) + 1;
-              if (number > segment_end) {
-                steps.fetch_sub(1);
-                break;
-              }
-              std::optional<std::vector<Tensor>> batch = loader.next();
-              if (!batch) {
-                steps.fetch_sub(1);
-                epoch_over = true;
-                break;
-              }
-              std::map<std::string, Tensor> inputs;
-              for (size_t f = 0; f < feeds.size(); ++f) inputs[feeds[f]] = (*batch)[f];
-              inputs[step.lr_input] = Tensor::scalar<float>(static_cast<float>(options.lr));
-              if (!step.step_input.empty()) inputs[step.step_input] = Tensor::scalar<int64_t>(number);
-              const double loss = sessions[static_cast<size_t>(t)]->run(inputs)[0].data<float>()[0];
-              std::lock_guard lock(mutex);
-              losses.push_back(loss);
-            }
-          } catch (...) {
-            std::lock_guard lock(mutex);
-            if (!error) error = std::current_exception();
-            epoch_over = true;
-          }
-        });
-      }
-      for (std::thread& worker : workers) worker.join();
-      if (error) std::rethrow_exception(error);
+      epoch_over = run_until(std::min({limit, epoch_end, next_save}));
       const int64_t reached = steps.load();
       if (reached == epoch_end) epoch_over = true;
       // The end-of-training save follows the last step; a save at the end
       // of a pass follows the pass's end, as with one trainer thread.
       if (options.save_every > 0 && reached == next_save && reached != options.steps) {
-        if (epoch_over.load()) {
+        if (epoch_over) {
           save_after_epoch = reached;
         } else {
           at_save_point(reached);

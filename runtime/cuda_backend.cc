@@ -24,13 +24,6 @@ std::string cuda_message(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
 }
 
-// cudaErrorNotReady from a query is recorded as the thread's last error like
-// any other (PyTorch clears it too, pytorch/pytorch#18584): left there, the
-// next cudaGetLastError, a launch check on this thread, would report it.
-void clear_not_ready() {
-  if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
-}
-
 // The calling thread's current device is per thread: every entry point that
 // talks to the device makes its own current first.
 void make_current(const Device& device, const std::string& where) {
@@ -92,7 +85,7 @@ class CudaEvent final : public Event {
   // A failed event counts as done (Event::query's contract); synchronize() reports the failure.
   bool query() const override {
     if (cudaEventQuery(event_) != cudaErrorNotReady) return true;
-    clear_not_ready();
+    cuda_clear_not_ready();
     return false;
   }
 
@@ -113,7 +106,7 @@ class CudaEvent final : public Event {
         cudaGetLastError();  // a non-sticky error must not leak into the next call on this thread
         throw Error(ErrorKind::kDevice, what + " on " + where_ + " failed: " + cuda_message(status));
       }
-      clear_not_ready();
+      cuda_clear_not_ready();
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
         auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);

@@ -68,6 +68,10 @@ CudaDeviceScope::~CudaDeviceScope() {
   if (restore_) cudaSetDevice(previous_);
 }
 
+void cuda_clear_not_ready() {
+  if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+}
+
 void cuda_check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   throw Error(ErrorKind::kDevice, std::string(what) + " failed: " + cudaGetErrorName(status) + ": " +

@@ -25,6 +25,13 @@ std::string cuda_device_name(int index);
 // Throws weir::Error(kDevice) with CUDA's message when `status` is an error.
 void cuda_check(cudaError_t status, const char* what);
 
+// After a query (cudaEventQuery, cudaStreamQuery) answered cudaErrorNotReady:
+// the runtime records it as the thread's last error like any other (PyTorch
+// clears it too, pytorch/pytorch#18584), and the next cudaGetLastError, a
+// launch check on this thread, would report it. Clears it only when it is
+// still the last error, so an earlier real one is not lost.
+void cuda_clear_not_ready();
+
 // Whether the calling thread has a CUDA context current: it selected a
 // device, or made a call that created one. For a thread that has none the
 // runtime reports device 0, and since CUDA 12 cudaSetDevice creates the

@@ -413,8 +413,7 @@ class NcclCommunicator final : public Communicator {
           cudaGetLastError();
           fail_slot(slot, doing + " failed on the device: " + cudaGetErrorName(done) + ": " + cudaGetErrorString(done));
         }
-        // Not ready is recorded as this thread's last error: cleared, or a later launch check reports it.
-        if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+        cuda_clear_not_ready();
         ncclResult_t state = ncclSuccess;
         nccl().comm_get_async_error(slot.comm, &state);
         if (state != ncclSuccess && state != ncclInProgress) fail_slot(slot, doing + " failed: " + nccl_message(state));

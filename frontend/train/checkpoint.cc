@@ -17,6 +17,42 @@ constexpr const char* kRngKey = "__rng_state__";
 
 }  // namespace
 
+Tensor gather_row_shard(const std::string& name, const std::vector<RowShard>& parts, const Tensor& own,
+                        Communicator* comm, const std::function<Tensor(int rank)>& in_process) {
+  const std::string tag = "row-shards/" + name;
+  const int own_rank = comm != nullptr ? comm->rank() : 0;
+  if (own_rank != 0) {
+    comm->send(own, 0, tag);
+    return {};
+  }
+  const int64_t rows = parts.empty() ? 0 : parts.front().rows;
+  std::vector<int64_t> sizes = own.sizes();
+  sizes.at(0) = rows;
+  Tensor whole(own.dtype(), sizes);
+  const size_t row_bytes = own.sizes()[0] > 0 ? own.nbytes() / static_cast<size_t>(own.sizes()[0]) : 0;
+  for (int r = 0; r < static_cast<int>(parts.size()); ++r) {
+    const RowShard& part = parts[static_cast<size_t>(r)];
+    Tensor theirs;
+    if (r == own_rank) {
+      theirs = own;
+    } else if (comm == nullptr) {
+      theirs = in_process(r);
+    } else {
+      theirs = Tensor(own.dtype(), own.sizes());  // every rank's shard is padded to one height
+      comm->recv(theirs, r, tag);
+    }
+    if (part.start < 0 || part.count < 0 || part.start + part.count > rows || part.count > theirs.sizes()[0]) {
+      throw Error(ErrorKind::kInvalidArgument, "rank " + std::to_string(r) + "'s rows " + std::to_string(part.start) +
+                                                   ".." + std::to_string(part.start + part.count) + " of '" + name +
+                                                   "' do not fit " + theirs.type_string() + " or the whole " +
+                                                   std::to_string(rows) + " rows");
+    }
+    std::memcpy(static_cast<char*>(whole.raw_data()) + static_cast<size_t>(part.start) * row_bytes, theirs.raw_data(),
+                static_cast<size_t>(part.count) * row_bytes);
+  }
+  return whole;
+}
+
 void save_checkpoint(const std::filesystem::path& path, const Session& session, int64_t step,
                      const std::map<std::string, Tensor>& whole) {
   std::vector<std::pair<std::string, Tensor>> arrays;

@@ -21,9 +21,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "core/communicator.h"
 #include "runtime/session.h"
 
 namespace weir {
@@ -38,6 +41,15 @@ struct RowShard {
   int64_t count = 0;
 };
 using RowShards = std::map<std::string, RowShard>;  // by value name
+
+// The row-sharded value `name` whole, on rank 0: rank r holds rows
+// `parts[r]` in the first rows of its tensor (every rank's padded to one
+// height). In an in-process world (`comm` nullptr) rank r's tensor is
+// `in_process(r)`; in a world of processes rank 0 receives the others' over
+// `comm` while they send `own` and get an empty tensor. Throws
+// kInvalidArgument naming the rank whose part does not fit.
+Tensor gather_row_shard(const std::string& name, const std::vector<RowShard>& parts, const Tensor& own,
+                        Communicator* comm, const std::function<Tensor(int rank)>& in_process);
 
 // `whole`: values written instead of the session's own (row-sharded values, gathered).
 void save_checkpoint(const std::filesystem::path& path, const Session& session, int64_t step,

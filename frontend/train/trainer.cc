@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <memory>
 
 #include "core/communicator.h"
@@ -147,44 +146,15 @@ int Trainer::rank() const { return ranks_ == nullptr && session_.world() != null
 std::map<std::string, Tensor> Trainer::gather_row_shards() const {
   std::map<std::string, Tensor> whole;
   if (!options_.row_shards) return whole;
-  const int size = ranks();
-  const int own = rank();
   std::vector<RowShards> shards;
-  for (int r = 0; r < size; ++r) shards.push_back(options_.row_shards(r));
-  std::shared_ptr<Communicator> comm = ranks_ == nullptr && size > 1 ? session_.world()->communicator() : nullptr;
-  for (const auto& [name, mine] : shards[static_cast<size_t>(own)]) {
-    const std::string tag = "checkpoint/" + name;
-    Tensor rows = session_.host_state(name);
-    if (own != 0) {
-      comm->send(rows, 0, tag);
-      continue;
-    }
-    std::vector<int64_t> sizes = rows.sizes();
-    sizes.at(0) = mine.rows;
-    Tensor all(rows.dtype(), sizes);
-    const size_t row_bytes = rows.sizes()[0] > 0 ? rows.nbytes() / static_cast<size_t>(rows.sizes()[0]) : 0;
-    for (int r = 0; r < size; ++r) {
-      const RowShard& part = shards[static_cast<size_t>(r)].at(name);
-      Tensor theirs;
-      if (r == own) {
-        theirs = rows;
-      } else if (ranks_ != nullptr) {
-        theirs = ranks_->session(r).host_state(name);
-      } else {
-        theirs = Tensor(rows.dtype(), rows.sizes());  // every rank's shard is padded to one height
-        comm->recv(theirs, r, tag);
-      }
-      if (part.start < 0 || part.count < 0 || part.start + part.count > mine.rows || part.count > theirs.sizes()[0]) {
-        throw Error(ErrorKind::kInvalidArgument, "trainer: rank " + std::to_string(r) + "'s rows " +
-                                                     std::to_string(part.start) + ".." +
-                                                     std::to_string(part.start + part.count) + " of '" + name +
-                                                     "' do not fit " + theirs.type_string() + " or the whole " +
-                                                     std::to_string(mine.rows) + " rows");
-      }
-      std::memcpy(static_cast<char*>(all.raw_data()) + static_cast<size_t>(part.start) * row_bytes, theirs.raw_data(),
-                  static_cast<size_t>(part.count) * row_bytes);
-    }
-    whole[name] = std::move(all);
+  for (int r = 0; r < ranks(); ++r) shards.push_back(options_.row_shards(r));
+  std::shared_ptr<Communicator> comm = ranks_ == nullptr && ranks() > 1 ? session_.world()->communicator() : nullptr;
+  for (const auto& [name, mine] : shards[static_cast<size_t>(rank())]) {
+    std::vector<RowShard> parts;
+    for (const RowShards& of_rank : shards) parts.push_back(of_rank.at(name));
+    Tensor all = gather_row_shard(name, parts, session_.host_state(name), comm.get(),
+                                  [&](int r) { return ranks_->session(r).host_state(name); });
+    if (rank() == 0) whole[name] = std::move(all);
   }
   return whole;
 }

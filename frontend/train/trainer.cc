@@ -149,7 +149,8 @@ std::map<std::string, Tensor> Trainer::gather_row_shards() const {
   std::vector<RowShards> shards;
   for (int r = 0; r < ranks(); ++r) shards.push_back(options_.row_shards(r));
   std::shared_ptr<Communicator> comm = ranks_ == nullptr && ranks() > 1 ? session_.world()->communicator() : nullptr;
-  for (const auto& [name, mine] : shards[static_cast<size_t>(rank())]) {
+  for (const auto& named : shards[static_cast<size_t>(rank())]) {
+    const std::string& name = named.first;  // a structured binding clang cannot capture
     std::vector<RowShard> parts;
     for (const RowShards& of_rank : shards) parts.push_back(of_rank.at(name));
     Tensor all = gather_row_shard(name, parts, session_.host_state(name), comm.get(),

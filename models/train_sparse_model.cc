@@ -406,6 +406,12 @@ SparseModelTrainingResult train_sparse_model(const SparseModelTraining& options,
     if (resuming) {
       if (options.worker == 0) options.client->load(resumed_from);
       meetings.meet("before training (worker 0 loads the tables saved in " + resumed_from.string() + ")");
+    } else if (!options.save_to.empty()) {
+      // Every worker has looked at the directory (above) before any saves
+      // in it: outside sync mode a fast worker's first save could otherwise
+      // come before a slow one's look, which would take it for another
+      // job's newer checkpoint.
+      meetings.meet("before training (every worker checked " + options.save_to.string() + ")");
     }
   }
   // Every push of this worker's `rounds` steps sent, and in sync mode applied.

@@ -290,6 +290,22 @@ TEST(PsTraining, CheckpointsEveryNStepsKeepTheNewestTwoAndEitherResumes) {
   EXPECT_NE(broken.output.find((scratch / "broken" / "latest").string()), std::string::npos) << broken.output;
 }
 
+// Outside sync mode a worker trains without waiting for the others: worker
+// 1 here saves step-2 before worker 0, 3 s late, has started. Every worker
+// looks at the checkpoint directory before any saves in it, so worker 0
+// does not take its own job's step-2 for another job's newer checkpoint.
+TEST(PsTraining, AWorkerThatStartsLateSavesWithTheOthers) {
+  const ScratchDir scratch;
+  const std::string checkpoint = (scratch / "late").string();
+  const ProcessResult job = run_limited(
+      kGraphRunner + " launch --servers 2 --workers 2 -- sh -c '[ \"$WEIR_RANK\" = 0 ] && sleep 3; exec " + kGraphRunner +
+      " train --model ctr --optimizer adagrad --lr 0.1 --batch 32 --ids-per-slot 40 --synthetic-examples 256 "
+      "--ps async --steps 4 --checkpoint-every 2 --checkpoint " + checkpoint + "'");
+  ASSERT_EQ(job.status, 0) << job.output;
+  EXPECT_NE(job.output.find("[rank 0] saved: tables in " + checkpoint + "/step-2\n"), std::string::npos) << job.output;
+  EXPECT_EQ(file_text(scratch / "late" / "latest"), "step-4\n");
+}
+
 // Hogwild threads stop together at every save point: each step directory
 // holds exactly the batches before it, also where a save point and an
 // epoch's end meet (8 batches an epoch here: saves at 4 and 8, then 12),

@@ -222,7 +222,7 @@ void register_cpu_kernels(KernelRegistry& registry) {
   register_gradient_merge_cpu_kernels(registry);
   register_dgc_cpu_kernels(registry);
   register_collective_cpu_kernels(registry);
-  register_device_copy_cpu_kernel(registry);
+  register_device_copy_kernels(registry);
 }
 
 void register_all_kernels(KernelRegistry& registry) {

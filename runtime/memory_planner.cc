@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/allocator.h"
+#include "ops/comm/device_copy.h"
 
 namespace weir {
 
@@ -159,8 +160,9 @@ class Planner {
         }
         int64_t bytes = static_bytes(value, bindings_);
         // Every device type is planned alike: the session allocates each
-        // device's arena from that device's backend allocator.
-        if (bytes <= 0) {
+        // device's arena from that device's backend allocator. A copy back
+        // to the host is in host memory, not in its device's arena.
+        if (bytes <= 0 || copies_to_host(*node)) {
           buffer_of_[value] = -1;
           continue;
         }

@@ -7,7 +7,10 @@
 // by a node on another device, one DeviceCopy node per destination device is
 // inserted (on that device) and the readers there read the copy. Graph
 // inputs, constants and persistent values are host tensors that every CPU
-// device reads directly.
+// device reads directly. Back from a GPU to the host the copy runs on the
+// GPU, into host memory (DeviceCopy with to_host=1); a graph input,
+// constant or parameter read both on a GPU and on the host lives on the GPU
+// and its host readers read such a copy (runtime/host_fallback.h).
 #pragma once
 
 #include <vector>

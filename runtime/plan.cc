@@ -5,10 +5,12 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/logging.h"
 #include "core/type_inference.h"
 #include "core/verifier.h"
 #include "ops/register_ops.h"
 #include "passes/pass_manager.h"
+#include "runtime/host_fallback.h"
 #include "runtime/placement.h"
 
 namespace weir {
@@ -41,6 +43,8 @@ Plan::Plan(std::unique_ptr<Graph> graph, std::vector<Device> devices, Schedule s
     step_outputs_.push_back(indices(step.node->outputs()));
   }
 }
+
+size_t Plan::rank_devices() const { return weir::rank_devices(devices_); }
 
 int Plan::device_index(const Device& device) const {
   auto it = std::find(devices_.begin(), devices_.end(), device);
@@ -98,6 +102,15 @@ std::shared_ptr<const Plan> compile(std::unique_ptr<Graph> placed, const Compile
     }
     PassContext context(ops, &kernels);
     inference_pipeline(options.opt_level, disabled, options.amp)->run(*placed, context);
+  }
+  if (options.host_fallback && options.default_device.type != DeviceType::kCpu) {
+    const Device host = Device::cpu(0);
+    HostFallback fallback = place_on_host_where_no_kernel(*placed, options.default_device, host, kernels, ops);
+    if (!fallback.nodes.empty()) {
+      if (std::find(devices.begin(), devices.end(), host) == devices.end()) devices.push_back(host);
+      logger().warn("{} node(s) run on {}: {} has no kernel for {}", fallback.nodes.size(), host.to_string(),
+                   options.default_device.to_string(), fallback.summary());
+    }
   }
   place_graph(*placed, devices, options.default_device);
   Schedule schedule = build_schedule(*placed, devices, ops);

@@ -54,6 +54,11 @@ struct CompileOptions {
   // Automatic mixed precision for inference (bf16 or f16): the pipeline runs
   // the convs and matmuls in it (passes/pass_manager.h). nullopt: f32.
   std::optional<DType> amp;
+  // Nodes the default device (a GPU) has no kernel for run on the host
+  // (cpu:0, added after the plan's devices), with copies between; a node
+  // that cannot move keeps the refusal (runtime/host_fallback.h). Off: such
+  // a node fails compile(), named.
+  bool host_fallback = false;
   const OpRegistry* ops = nullptr;           // nullptr: default_op_registry()
   const KernelRegistry* kernels = nullptr;   // nullptr: default_kernel_registry()
 };
@@ -75,6 +80,9 @@ class Plan {
   const Schedule& schedule() const { return schedule_; }
   const MemoryPlan& memory() const { return memory_; }
   const OpRegistry* replan_registry() const { return replan_; }
+  // How many of devices() are ranks: all but the host a GPU plan falls
+  // back on (runtime/host_fallback.h).
+  size_t rank_devices() const;
   OpKernel& kernel(size_t step) const { return *kernels_.at(step); }
   // Index of each value among graph().values(), for per-run tables.
   int value_index(const Value* value) const { return value_index_.at(value); }

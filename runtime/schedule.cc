@@ -9,6 +9,7 @@
 
 #include "core/collective_group.h"
 #include "core/error.h"
+#include "runtime/host_fallback.h"
 
 namespace weir {
 
@@ -218,7 +219,17 @@ Schedule build_schedule(const Graph& graph, const std::vector<Device>& devices, 
     // A plan of one device is one program (a lone session, or one rank of a
     // world): its collectives meet other ranks' programs, which are checked
     // against it at session start (runtime/collective_check.h), not here.
-    global = global_order(base, devices.size() > 1 ? match_rounds(base, devices, registry) : std::vector<Round>{});
+    // The host a GPU plan falls back on is no rank (runtime/host_fallback.h).
+    const std::vector<Device> ranks(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(rank_devices(devices)));
+    for (Node* node : base) {
+      if (is_collective(node, registry) && rank_of(ranks, *node->device()) < 0) {
+        throw Error(ErrorKind::kInvalidGraph, node->op_type() + " '" + node->name() + "' is a collective on " +
+                                                  node->device()->to_string() + ", which runs the nodes the plan's " +
+                                                  "GPUs fall back on and is not a rank")
+            .with_node(node->name());
+      }
+    }
+    global = global_order(base, ranks.size() > 1 ? match_rounds(base, ranks, registry) : std::vector<Round>{});
   }
 
   Schedule schedule;

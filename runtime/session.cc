@@ -98,7 +98,8 @@ Session::Session(std::shared_ptr<const Plan> plan, SessionOptions options) : pla
   devices_ = plan_->devices();
   if (options_.world) {
     const Device mine = options_.world->device();
-    if (devices_.size() != 1 || devices_[0].type != mine.type) {
+    // (Plus the host, when the GPU falls back on it: runtime/host_fallback.h.)
+    if (plan_->rank_devices() != 1 || devices_[0].type != mine.type) {
       std::string held;
       for (const Device& device : devices_) held += (held.empty() ? "" : ", ") + device.to_string();
       throw Error(ErrorKind::kInvalidArgument, "a plan run as one rank of a world is that rank's program, on one device "
@@ -244,7 +245,7 @@ void Session::synchronize_devices() const {
 void Session::make_communicators() {
   InProcessGroupOptions group;
   group.timeout = options_.collective_timeout;
-  communicators_ = make_in_process_group(static_cast<int>(plan_->devices().size()), group);
+  communicators_ = make_in_process_group(static_cast<int>(plan_->rank_devices()), group);
 }
 
 std::shared_ptr<const MemoryPlan> Session::memory_for(const std::map<std::string, Tensor>& feeds) {
@@ -286,7 +287,8 @@ void Session::abort_collectives(const std::string& reason) {
 
 int Session::rank_of_step(const ScheduleStep& step) const {
   if (options_.world) return options_.world->size() > 1 ? options_.world->rank() : -1;
-  return plan_->devices().size() > 1 ? step.device_index : -1;
+  return plan_->rank_devices() > 1 && static_cast<size_t>(step.device_index) < plan_->rank_devices() ? step.device_index
+                                                                                                       : -1;
 }
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds, const RunOptions& options) {
@@ -527,7 +529,9 @@ void Session::run_step(RunState& run, int step, const std::string& track) {
   ctx.set_device_checks(&checks);
   ctx.set_stream(&stream);
   ctx.set_backend(&backend);
-  if (!communicators_.empty()) ctx.set_communicator(communicators_[device].get(), options_.collective_timeout);
+  if (static_cast<size_t>(device) < communicators_.size()) {
+    ctx.set_communicator(communicators_[device].get(), options_.collective_timeout);
+  }
   ctx.set_rng_counter(run.rng_counter);
   ctx.set_parameter_client(options_.parameter_client.get());
   const MemoryPlan& memory = *run.memory;

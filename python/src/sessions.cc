@@ -54,6 +54,7 @@ std::shared_ptr<PythonSession> from_graph(const Graph& graph, int opt_level, con
   CompileOptions options;
   options.opt_level = opt_level;
   options.default_device = Device::parse(device);
+  options.host_fallback = true;  // as graph-runner: a GPU's missing kernels run on the host
   check_device_usable(options.default_device);
   s->plan = compile(graph, options);
   s->session = std::make_unique<Session>(s->plan, session_options(inter_op_threads));

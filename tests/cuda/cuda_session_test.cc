@@ -2,7 +2,8 @@
 // a constant and a parameter, fed host tensors and returning host tensors,
 // matches the same plan on the CPU within 1e-5 relative, runs again without
 // new cudaMalloc calls, keeps its parameter on the device and hands its
-// outputs back in pinned host memory. Without a GPU
+// outputs back in pinned host memory. A node without a CUDA kernel runs on
+// the host with host_fallback, and matches the CPU. Without a GPU
 // (or without CUDA in the build) asking for cuda:0 is refused naming why.
 #include <cmath>
 #include <string>
@@ -111,6 +112,45 @@ TEST_F(CudaSession, AMisshapenFeedIsRefusedBeforeAnythingRuns) {
     FAIL() << "a misshapen feed ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("feed 'x'"), std::string::npos) << e.what();
+  }
+}
+
+// CumSum has no CUDA kernel: with host_fallback it runs on the host between
+// a copy back (into pinned memory, on the GPU's stream) and a copy onto the
+// GPU, and the input x, read on both, is copied back for the host. The
+// results match the CPU's run after run; a host output comes back as it is.
+TEST_F(CudaSession, ANodeWithoutACudaKernelRunsOnTheHostAndMatchesTheCpu) {
+  Graph g("fallback");
+  Value* x = g.add_input("x", {DType::kFloat32, Shape{Dim::symbol("batch"), Dim(64)}});
+  Value* axis = g.add_constant("axis", testing::make_tensor(DType::kInt64, {1.0}, {}));
+  Value* relu = g.add_node("Relu", {x}, 1, {}, "relu")->output(0);
+  Value* sums = g.add_node("CumSum", {relu, axis}, 1, {}, "running_sums")->output(0);
+  Value* x_sums = g.add_node("CumSum", {x, axis}, 1, {}, "x_sums")->output(0);
+  Value* product = g.add_node("Mul", {sums, x_sums}, 1, {}, "product")->output(0);
+  g.add_output(g.add_node("Mul", {product, x}, 1, {}, "scaled")->output(0));
+  g.add_output(sums);
+  CompileOptions on_gpu;
+  on_gpu.default_device = Device::cuda(0);
+  on_gpu.host_fallback = true;
+  std::shared_ptr<const Plan> gpu_plan = compile(g, on_gpu);
+  ASSERT_EQ(gpu_plan->devices(), (std::vector<Device>{Device::cuda(0), Device::cpu(0)})) << gpu_plan->to_string();
+  Session cpu(compile(g));
+  Session gpu(gpu_plan);
+  for (int64_t batch : {int64_t{16}, int64_t{16}, int64_t{3}}) {
+    Tensor x_value = uniform({batch, 64}, static_cast<uint32_t>(20 + batch), 1.0);
+    std::vector<Tensor> want = cpu.run({{"x", x_value}});
+    std::vector<Tensor> got = gpu.run({{"x", x_value}});
+    ASSERT_EQ(got.size(), 2u);
+    testing::expect_close(got[0], want[0], {1e-5, 1e-6}, "scaled, batch " + std::to_string(batch));
+    EXPECT_TRUE(got[1].bitwise_equal(want[1])) << "the host's CumSum, batch " << batch;
+  }
+  CompileOptions refusing = on_gpu;
+  refusing.host_fallback = false;
+  try {
+    compile(g, refusing);
+    FAIL() << "a node without a CUDA kernel compiled for cuda:0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA kernel for CumSum"), std::string::npos) << e.what();
   }
 }
 

@@ -46,6 +46,7 @@ std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, con
     options.kernels = &ops.kernels;
     options.default_device = Device::parse(model_options.device);
     options.amp = amp_precision(model_options);
+    options.host_fallback = model_options.host_fallback;
     try {
       check_device_usable(options.default_device);  // before compiling kernels for a device that is not there
     } catch (const Error& e) {
@@ -75,6 +76,9 @@ void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOp
   cmd.add_option("--amp", model_options.amp,
                  "mixed precision: off (default), bf16 or fp16: convs and matmuls run in it, norms, softmax and "
                  "reductions in f32, constant weights stored in it");
+  cmd.add_flag("!--no-host-fallback", model_options.host_fallback,
+               "with --device cuda, refuse a model with an op the GPU has no kernel for (by default such nodes run "
+               "on the host, with copies between, and a warning names their ops)");
 }
 
 }  // namespace weir::tools

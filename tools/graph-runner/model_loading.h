@@ -30,12 +30,13 @@ struct OpSet {
 // The built-in ops and kernels, plus each plugin's; a bad plugin is an error naming it.
 std::unique_ptr<OpSet> make_op_set(const std::vector<std::string>& plugins);
 
-// --opt-level, --disable-pass and --device, shared by the subcommands that run models.
+// --opt-level, --disable-pass, --device, --amp and --no-host-fallback, shared by the subcommands that run models.
 struct ModelOptions {
   int opt_level = 3;
   std::vector<std::string> disabled{};
   std::string device = "cpu";  // --device: where nodes without a placement run
   std::string amp = "off";     // --amp: off, bf16 or fp16 (inference in mixed precision)
+  bool host_fallback = true;   // --no-host-fallback clears it (runtime/host_fallback.h)
 };
 
 // --amp's precision: nullopt for "off", else bf16/f16; throws naming the choices.
@@ -45,7 +46,7 @@ std::optional<DType> amp_precision(const ModelOptions& model_options);
 std::unique_ptr<Graph> load_graph(const std::filesystem::path& path, const OpSet& ops);
 std::shared_ptr<const Plan> load_runnable(const std::filesystem::path& path, const OpSet& ops, const ModelOptions& model_options);
 
-// Adds --plugin, --opt-level, --disable-pass, --device and --amp to a subcommand.
+// Adds --plugin, --opt-level, --disable-pass, --device, --amp and --no-host-fallback to a subcommand.
 void add_model_options(CLI::App& cmd, std::vector<std::string>& plugins, ModelOptions& model_options);
 
 

@@ -448,6 +448,7 @@ void train_graph(const TrainArgs& args) {
   session_options.inter_op_threads = args.threads;
   session_options.world = launched;
   CompileOptions compile_options;
+  compile_options.host_fallback = true;  // a GPU's missing forward kernels run on the host (runtime/host_fallback.h)
   if (launched != nullptr) {
     compile_options.default_device = launched->device();  // the rank's program runs on its world's device
   } else if (const Device device = device_of(args); device.type != DeviceType::kCpu) {

@@ -27,9 +27,10 @@ int place_graph(Graph& graph, const std::vector<Device>& devices, const Device& 
     }
   }
   int copies = 0;
-  // Where a value lives: its producer's device; for a graph input, constant
-  // or parameter, the device of its first reader (where the session puts
-  // it), except that one read both on the host and on a GPU lives on the
+  // Where a value lives, for the copies its readers elsewhere need: its
+  // producer's device. A graph input, constant or parameter needs none (the
+  // session puts it on its first reader's device, and host devices share
+  // memory), except one read both on the host and on a GPU: it lives on the
   // GPU, and its host readers read a copy, as they read a GPU node's output.
   auto home_of = [](const Value& value) -> std::optional<Device> {
     if (value.producer() != nullptr) return *value.producer()->device();

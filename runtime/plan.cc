@@ -103,7 +103,7 @@ std::shared_ptr<const Plan> compile(std::unique_ptr<Graph> placed, const Compile
     PassContext context(ops, &kernels);
     inference_pipeline(options.opt_level, disabled, options.amp)->run(*placed, context);
   }
-  if (options.host_fallback && options.default_device.type != DeviceType::kCpu) {
+  if (options.host_fallback) {  // nothing moves when the default device is the host
     const Device host = Device::cpu(0);
     HostFallback fallback = place_on_host_where_no_kernel(*placed, options.default_device, host, kernels, ops);
     if (!fallback.nodes.empty()) {

@@ -22,7 +22,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
+#include "core/allocator.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "tests/async_host_backend.h"
@@ -155,5 +157,16 @@ class RunAheadHostBackend final : public Backend {
   mutable std::mutex mutex_;
   std::map<StreamId, std::unique_ptr<RunAheadStream>> streams_;
 };
+
+// Host memory under a fake device's name (one allocator per device, never
+// destroyed: tensors may outlive the test), for SessionOptions::device_memory.
+inline Allocator& fake_device_memory(const Device& device) {
+  static std::mutex mutex;
+  static auto* memory = new std::map<std::string, CpuAllocator*>();
+  std::lock_guard<std::mutex> lock(mutex);
+  CpuAllocator*& entry = (*memory)[device.to_string()];
+  if (entry == nullptr) entry = new CpuAllocator(device);
+  return *entry;
+}
 
 }  // namespace weir::testing

@@ -20,9 +20,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,17 +154,9 @@ struct FakeGpu {
     return options;
   }
 
-  // Host memory under the GPU's name, never destroyed (tensors outlive tests).
   static SessionOptions session_options() {
-    static std::mutex mutex;
-    static auto* memory = new std::map<std::string, CpuAllocator*>();
     SessionOptions options;
-    options.device_memory = [](const Device& device) -> Allocator& {
-      std::lock_guard<std::mutex> lock(mutex);
-      CpuAllocator*& entry = (*memory)[device.to_string()];
-      if (entry == nullptr) entry = new CpuAllocator(device);
-      return *entry;
-    };
+    options.device_memory = testing::fake_device_memory;
     options.make_backend = [](const Device& device, Allocator& allocator) -> std::unique_ptr<Backend> {
       if (device.type == DeviceType::kCpu) return make_cpu_backend(device, allocator, std::chrono::seconds(60));
       return std::make_unique<RunAheadHostBackend>(device, allocator);

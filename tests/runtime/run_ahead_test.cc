@@ -153,18 +153,8 @@ struct FakeGpu {
     return compile(g, options);
   }
   SessionOptions session_options() {
-    // Host memory under the device's name; never destroyed (tensors outlive the test).
-    static auto* memory = new std::map<int, CpuAllocator*>();
-    static std::mutex mutex;
-    CpuAllocator* mine = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      CpuAllocator*& entry = (*memory)[device.index];
-      if (entry == nullptr) entry = new CpuAllocator(device);
-      mine = entry;
-    }
     SessionOptions options;
-    options.device_memory = [mine](const Device&) -> Allocator& { return *mine; };
+    options.device_memory = testing::fake_device_memory;
     options.make_backend = [this](const Device& d, Allocator& allocator) {
       auto made = std::make_unique<RunAheadHostBackend>(d, allocator);
       backend = made.get();

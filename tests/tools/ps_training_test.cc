@@ -73,6 +73,15 @@ double figure(const std::string& output, const std::string& prefix, const std::s
   return std::stod(output.substr(at + prefix.size() + key.size() + 2));
 }
 
+// Rank 0 of `job` said it saved the tables under `checkpoint` after each of `batches`.
+void expect_saved_at(const ProcessResult& job, const std::string& checkpoint, const std::vector<int>& batches) {
+  for (int at : batches) {
+    EXPECT_NE(job.output.find("[rank 0] saved: tables in " + checkpoint + "/step-" + std::to_string(at) + "\n"),
+              std::string::npos)
+        << job.output;
+  }
+}
+
 void expect_sync_equals_local(const std::string& optimizer, const std::string& lr) {
   const std::string args = "--model ctr --optimizer " + optimizer + " --lr " + lr +
                            " --batch 32 --steps 6 --ids-per-slot 40 --synthetic-examples 256 --print-losses";
@@ -227,11 +236,7 @@ TEST(PsTraining, CheckpointsEveryNStepsKeepTheNewestTwoAndEitherResumes) {
   ASSERT_EQ(whole.status, 0) << whole.output;
   const ProcessResult first = ps_job(args + " --steps 6 --checkpoint-every 2 --checkpoint " + checkpoint);
   ASSERT_EQ(first.status, 0) << first.output;
-  for (int batches : {2, 4, 6}) {
-    EXPECT_NE(first.output.find("[rank 0] saved: tables in " + checkpoint + "/step-" + std::to_string(batches) + "\n"),
-              std::string::npos)
-        << first.output;
-  }
+  expect_saved_at(first, checkpoint, {2, 4, 6});
   EXPECT_FALSE(std::filesystem::exists(scratch / "tables" / "step-2")) << "only the newest two are kept";
   EXPECT_TRUE(std::filesystem::exists(scratch / "tables" / "step-4" / "worker-1.state"));
   EXPECT_EQ(file_text(scratch / "tables" / "latest"), "step-6\n");
@@ -317,11 +322,7 @@ TEST(PsTraining, HogwildThreadsCheckpointEveryNStepsAtCommonSteps) {
                            "--synthetic-examples 256 --ps async --trainer-threads 2 ";
   const ProcessResult first = ps_job(args + "--steps 12 --checkpoint-every 4 --checkpoint " + checkpoint);
   ASSERT_EQ(first.status, 0) << first.output;
-  for (int batches : {4, 8, 12}) {
-    EXPECT_NE(first.output.find("[rank 0] saved: tables in " + checkpoint + "/step-" + std::to_string(batches) + "\n"),
-              std::string::npos)
-        << first.output;
-  }
+  expect_saved_at(first, checkpoint, {4, 8, 12});
   for (const std::string rank : {"[rank 0] ", "[rank 1] "}) EXPECT_EQ(figure(first.output, rank, "steps"), 12) << first.output;
   EXPECT_EQ(file_text(scratch / "tables" / "step-8" / "worker-0.state"), "batches_trained 8\n");
   EXPECT_EQ(file_text(scratch / "tables" / "step-8" / "worker-1.state"), "batches_trained 8\n");

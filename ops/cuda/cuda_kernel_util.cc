@@ -35,6 +35,23 @@ void check_launch(const KernelContext& ctx, const char* kernel) {
       .with_node(node.name());
 }
 
+DeviceScalar device_scalar(const KernelContext& ctx, size_t index, const char* name) {
+  const Tensor& t = ctx.input(index);
+  if (t.num_elements() != 1) ctx.fail(std::string(name) + " must be a scalar, got " + t.type_string());
+  require_on_device(ctx, t, name);
+  DeviceScalar scalar{t.raw_data(), ScalarType::kFloat32};
+  switch (t.dtype()) {
+    case DType::kFloat32: break;
+    case DType::kFloat64: scalar.type = ScalarType::kFloat64; break;
+    case DType::kFloat16: scalar.type = ScalarType::kFloat16; break;
+    case DType::kBFloat16: scalar.type = ScalarType::kBFloat16; break;
+    case DType::kInt32: scalar.type = ScalarType::kInt32; break;
+    case DType::kInt64: scalar.type = ScalarType::kInt64; break;
+    default: ctx.fail(std::string(name) + " must be numeric, got " + t.type_string());
+  }
+  return scalar;
+}
+
 int to_int(const KernelContext& ctx, int64_t value, const char* what) {
   if (value > std::numeric_limits<int>::max()) {
     ctx.fail(std::string(what) + " " + std::to_string(value) + " exceeds the 32-bit sizes cuBLAS takes");

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/cuda/device_scalar.h"
 #include "ops/kernel.h"
 
 namespace weir::cuda {
@@ -30,6 +31,11 @@ void require_on_device(const KernelContext& ctx, const Tensor& tensor, const cha
 void check_launch(const KernelContext& ctx, const char* kernel);
 // Fails naming the node when `value` (a size handed to a 32-bit API) exceeds int.
 int to_int(const KernelContext& ctx, int64_t value, const char* what);
+
+// Input `index` as a scalar that device code reads (lr, a step): its
+// pointer and element type; fails naming `name` as scalar_input() does
+// when it is not one numeric element, or when it is not on the GPU.
+DeviceScalar device_scalar(const KernelContext& ctx, size_t index, const char* name);
 
 // A small input the kernel must read on the host (a shape, starts and ends,
 // axes, a scalar): `tensor` as it is when it already lives in host memory,

@@ -7,6 +7,7 @@
 
 #include "ops/cuda/deterministic_sum.cuh"
 #include "ops/cuda/device_elements.cuh"
+#include "ops/cuda/device_scalar.cuh"
 #include "ops/cuda/multi_tensor.h"
 #include "ops/cuda/rounded_arithmetic.cuh"
 
@@ -15,20 +16,6 @@ namespace weir::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// scalar_input() of ops/optimizer/scalar_input.h, on the device.
-__device__ double read_scalar(DeviceScalar scalar) {
-  switch (scalar.type) {
-    case ScalarType::kFloat32: return static_cast<double>(*static_cast<const float*>(scalar.data));
-    case ScalarType::kFloat64: return *static_cast<const double*>(scalar.data);
-    case ScalarType::kFloat16: return static_cast<double>(__half2float(*static_cast<const __half*>(scalar.data)));
-    case ScalarType::kBFloat16:
-      return static_cast<double>(__bfloat162float(*static_cast<const __nv_bfloat16*>(scalar.data)));
-    case ScalarType::kInt32: return static_cast<double>(*static_cast<const int32_t*>(scalar.data));
-    case ScalarType::kInt64: return static_cast<double>(*static_cast<const int64_t*>(scalar.data));
-  }
-  return 0;
-}
 
 // lr and step as the update reads them; false when nothing may change
 // (skip is set, or an Adam-family step is below 1).

@@ -17,17 +17,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/cuda/device_scalar.h"
 #include "ops/cuda/elementwise_device.h"
 
 namespace weir::cuda {
-
-// The element type of a scalar input read on the device.
-enum class ScalarType { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64 };
-
-struct DeviceScalar {
-  const void* data = nullptr;  // device memory; nullptr: absent
-  ScalarType type = ScalarType::kFloat32;
-};
 
 enum class UpdateRule { kSgd, kMomentum, kAdagrad, kAdam, kAdamW, kLamb };
 

@@ -16,25 +16,6 @@ namespace {
 
 using cuda::UpdateRule;
 
-// A device scalar input (lr, step): its pointer and element type; fails
-// as scalar_input() does when it is not one numeric element.
-cuda::DeviceScalar device_scalar(const KernelContext& ctx, size_t index, const char* name) {
-  const Tensor& t = ctx.input(index);
-  if (t.num_elements() != 1) ctx.fail(std::string(name) + " must be a scalar, got " + t.type_string());
-  cuda::require_on_device(ctx, t, name);
-  cuda::DeviceScalar scalar{t.raw_data(), cuda::ScalarType::kFloat32};
-  switch (t.dtype()) {
-    case DType::kFloat32: break;
-    case DType::kFloat64: scalar.type = cuda::ScalarType::kFloat64; break;
-    case DType::kFloat16: scalar.type = cuda::ScalarType::kFloat16; break;
-    case DType::kBFloat16: scalar.type = cuda::ScalarType::kBFloat16; break;
-    case DType::kInt32: scalar.type = cuda::ScalarType::kInt32; break;
-    case DType::kInt64: scalar.type = cuda::ScalarType::kInt64; break;
-    default: ctx.fail(std::string(name) + " must be numeric, got " + t.type_string());
-  }
-  return scalar;
-}
-
 class UpdateCudaKernel final : public OpKernel {
  public:
   UpdateCudaKernel(const Node& node, UpdateRule rule) : rule_(rule) {
@@ -62,8 +43,8 @@ class UpdateCudaKernel final : public OpKernel {
       cuda::require_on_device(ctx, flag, "skip");
       skip = flag.data<bool>();
     }
-    const cuda::DeviceScalar lr = device_scalar(ctx, 2 + num_state, "lr");
-    const cuda::DeviceScalar step = num_state == 2 ? device_scalar(ctx, 5, "step") : cuda::DeviceScalar{};
+    const cuda::DeviceScalar lr = cuda::device_scalar(ctx, 2 + num_state, "lr");
+    const cuda::DeviceScalar step = num_state == 2 ? cuda::device_scalar(ctx, 5, "step") : cuda::DeviceScalar{};
 
     cuda::ParameterRefs refs;
     refs.param = param.data<float>();

@@ -30,10 +30,6 @@ std::string rampup_problem(int64_t rampup_step, const std::vector<double>& spars
   return "";
 }
 
-const std::vector<double>& sparsity_attr(const Node& node) {
-  return node.has_attr("sparsity") ? node.attr("sparsity").floats() : kDefaultSparsity;
-}
-
 void require_f32(const KernelContext& ctx, size_t index, const char* name) {
   const Tensor& t = ctx.input(index);
   if (t.dtype() != DType::kFloat32) {
@@ -71,38 +67,18 @@ int32_t index_of(float slot) {
 
 class DgcEncodeKernel final : public OpKernel {
  public:
-  explicit DgcEncodeKernel(const Node& node)
-      : momentum_(float_attr(node, "momentum", 0.9)),
-        nesterov_(int_attr(node, "nesterov", 0) != 0),
-        weight_decay_(float_attr(node, "weight_decay", 0.0)),
-        clip_norm_(float_attr(node, "clip_norm", 0.0)),
-        rampup_begin_step_(int_attr(node, "rampup_begin_step", 0)),
-        rampup_step_(int_attr(node, "rampup_step", 1)),
-        sparsity_(sparsity_attr(node)) {}
+  explicit DgcEncodeKernel(const Node& node) : rule_(DgcRule::of(node)) {}
 
   void compute(KernelContext& ctx) override {
-    const char* names[] = {"grad", "param", "u", "v"};
+    check_dgc_encode_inputs(ctx, rule_);
     const Tensor& grad = ctx.input(0);
-    for (size_t i = 0; i < 4; ++i) {
-      require_f32(ctx, i, names[i]);
-      if (ctx.input(i).sizes() != grad.sizes()) {
-        ctx.fail(std::string(names[i]) + " is " + ctx.input(i).type_string() + "; the gradient is " +
-                 grad.type_string() + " and they must have the same shape");
-      }
-    }
     const int64_t numel = grad.num_elements();
-    if (numel < 1) ctx.fail("needs a gradient with at least one element, got " + grad.type_string());
-    if (numel > std::numeric_limits<int32_t>::max()) {
-      ctx.fail("encodes indices as int32; the gradient " + grad.type_string() + " has too many elements");
-    }
-    require_distinct(ctx, {0, 1, 2, 3});
-    if (std::string problem = rampup_problem(rampup_step_, sparsity_); !problem.empty()) ctx.fail(problem);
     const int64_t dgc_step = step_input(ctx, 4) - 1;
-    if (dgc_step < rampup_begin_step_) {  // the dense phase: nothing to send, the state rests
+    if (dgc_step < rule_.rampup_begin_step) {  // the dense phase: nothing to send, the state rests
       ctx.allocate_output(0, DType::kFloat32, {0});
       return;
     }
-    const int64_t k = dgc_k(numel, dgc_step, rampup_begin_step_, rampup_step_, sparsity_);
+    const int64_t k = dgc_k(numel, dgc_step, rule_.rampup_begin_step, rule_.rampup_step, rule_.sparsity);
     float* u = ctx.input(2).data<float>();
     float* v = ctx.input(3).data<float>();
     accumulate(grad.data<float>(), ctx.input(1).data<float>(), u, v, numel);
@@ -159,14 +135,14 @@ class DgcEncodeKernel final : public OpKernel {
   // accumulation, elementwise (so independent of the thread count).
   void accumulate(const float* grad, const float* param, float* u, float* v, int64_t numel) const {
     double scale = 1.0;
-    if (clip_norm_ > 0) {
+    if (rule_.clip_norm > 0) {
       double squares = 0;
       for (int64_t i = 0; i < numel; ++i) squares += static_cast<double>(grad[i]) * static_cast<double>(grad[i]);
       const double norm = std::sqrt(squares);
-      if (norm > clip_norm_) scale = clip_norm_ / norm;
+      if (norm > rule_.clip_norm) scale = rule_.clip_norm / norm;
     }
-    const double mu = momentum_, wd = weight_decay_;
-    const bool nesterov = nesterov_;
+    const double mu = rule_.momentum, wd = rule_.weight_decay;
+    const bool nesterov = rule_.nesterov;
     // One loop per (nesterov, decay), so the common case reads no param.
     auto update = [&]<bool kNesterov, bool kDecay>() {
       parallel_for(numel, kElementwiseGrain, [=](int64_t begin, int64_t end) {
@@ -191,40 +167,23 @@ class DgcEncodeKernel final : public OpKernel {
     }
   }
 
-  double momentum_;
-  bool nesterov_;
-  double weight_decay_, clip_norm_;
-  int64_t rampup_begin_step_, rampup_step_;
-  std::vector<double> sparsity_;
+  DgcRule rule_;
 };
 
 class DgcMomentumKernel final : public OpKernel {
  public:
-  explicit DgcMomentumKernel(const Node& node)
-      : momentum_(float_attr(node, "momentum", 0.9)),
-        nesterov_(int_attr(node, "nesterov", 0) != 0),
-        weight_decay_(float_attr(node, "weight_decay", 0.0)),
-        rampup_begin_step_(int_attr(node, "rampup_begin_step", 0)) {}
+  explicit DgcMomentumKernel(const Node& node) : rule_(DgcRule::of(node)) {}
 
   void compute(KernelContext& ctx) override {
-    const char* names[] = {"param", "velocity", "dense_grad", "gathered", "encoded"};
-    for (size_t i = 0; i < 5; ++i) require_f32(ctx, i, names[i]);
     const Tensor& param = ctx.input(0);
-    for (size_t i = 1; i < 3; ++i) {
-      if (ctx.input(i).sizes() != param.sizes()) {
-        ctx.fail(std::string(names[i]) + " is " + ctx.input(i).type_string() + "; the parameter is " +
-                 param.type_string() + " and they must have the same shape");
-      }
-    }
     const double lr = scalar_input(ctx, 5, "lr");
-    const int64_t dgc_step = step_input(ctx, 6) - 1;
-    if (dgc_step < rampup_begin_step_) {
-      require_distinct(ctx, {0, 1, 2});
+    const bool sparse = step_input(ctx, 6) - 1 >= rule_.rampup_begin_step;
+    check_dgc_momentum_inputs(ctx, sparse);
+    if (sparse) {
+      sparse_sgd(ctx, lr);
+    } else {
       dense_momentum(param.data<float>(), ctx.input(2).data<float>(), ctx.input(1).data<float>(),
                      param.num_elements(), lr);
-    } else {
-      require_distinct(ctx, {0, 3});
-      sparse_sgd(ctx, lr);
     }
     // Outputs alias the updated inputs.
     ctx.set_output(0, param);
@@ -235,13 +194,14 @@ class DgcMomentumKernel final : public OpKernel {
   // Momentum's rule (ops/optimizer/optimizer_kernels.cc) with the same
   // arithmetic, so that the dense phase is bitwise what Momentum does.
   void dense_momentum(float* p, const float* g, float* s0, int64_t n, double lr) const {
-    const double wd = weight_decay_, mu = momentum_;
+    const double wd = rule_.weight_decay, mu = rule_.momentum;
+    const bool nesterov = rule_.nesterov;
     parallel_for(n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         double grad = g[i] + wd * p[i];
         double v = mu * s0[i] + grad;
         s0[i] = static_cast<float>(v);
-        p[i] -= static_cast<float>(lr * (nesterov_ ? grad + mu * v : v));
+        p[i] -= static_cast<float>(lr * (nesterov ? grad + mu * v : v));
       }
     });
   }
@@ -249,16 +209,7 @@ class DgcMomentumKernel final : public OpKernel {
   // param -= lr * (the sum of all ranks' pairs) / N, the sum in gathered order.
   void sparse_sgd(const KernelContext& ctx, double lr) const {
     const Tensor& gathered = ctx.input(3);
-    const Tensor& encoded = ctx.input(4);
-    const int64_t pairs_len = encoded.num_elements(), total = gathered.num_elements();
-    if (pairs_len == 0 || pairs_len % 2 != 0) {
-      ctx.fail("encoded must hold (index, value) pairs, a positive even length, got " + encoded.type_string());
-    }
-    if (total % pairs_len != 0) {
-      ctx.fail("gathered " + gathered.type_string() + " is not a whole number of encodings of length " +
-               std::to_string(pairs_len));
-    }
-    const int64_t ranks = total / pairs_len;
+    const int64_t ranks = dgc_gathered_ranks(ctx), total = gathered.num_elements();
     const int64_t numel = ctx.input(0).num_elements();
     const float* pairs = gathered.data<float>();
     for (int64_t j = 0; j < total; j += 2) {
@@ -292,10 +243,7 @@ class DgcMomentumKernel final : public OpKernel {
     }
   }
 
-  double momentum_;
-  bool nesterov_;
-  double weight_decay_;
-  int64_t rampup_begin_step_;
+  DgcRule rule_;
 };
 
 // Input `index`, when its static shape is known, must equal `reference`'s.
@@ -332,15 +280,23 @@ int64_t dgc_k(int64_t numel, int64_t dgc_step, int64_t rampup_begin_step, int64_
   return std::min(numel, std::max<int64_t>(1, k));
 }
 
-double dgc_threshold(const float* v, int64_t numel, int64_t k) {
+DgcSampling dgc_sampling(int64_t numel, int64_t k) {
   if (numel < 1 || k < 1 || k > numel) {
     throw Error(ErrorKind::kInvalidArgument, "dgc_threshold: needs 1 <= k <= numel, got k " + std::to_string(k) +
                                                  " and numel " + std::to_string(numel));
   }
-  const int64_t r = std::max<int64_t>(1, std::min<int64_t>(32, k / 2));
+  DgcSampling sampling;
+  sampling.rank = std::max<int64_t>(1, std::min<int64_t>(32, k / 2));
   const double fraction = static_cast<double>(k) / static_cast<double>(numel);
-  const int64_t wanted = std::max(r, static_cast<int64_t>(std::ceil(static_cast<double>(r) / fraction)));
-  const int64_t blocks = std::min<int64_t>(16, numel);
+  sampling.wanted =
+      std::max(sampling.rank, static_cast<int64_t>(std::ceil(static_cast<double>(sampling.rank) / fraction)));
+  sampling.blocks = std::min<int64_t>(16, numel);
+  return sampling;
+}
+
+double dgc_threshold(const float* v, int64_t numel, int64_t k) {
+  const DgcSampling sampling = dgc_sampling(numel, k);
+  const int64_t r = sampling.rank, wanted = sampling.wanted, blocks = sampling.blocks;
   // Each block on its own thread; the mean is summed in block order.
   std::vector<float> picked(static_cast<size_t>(blocks));
   parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
@@ -370,6 +326,66 @@ double dgc_threshold(const float* v, int64_t numel, int64_t k) {
   double sum = 0;
   for (float t : picked) sum += static_cast<double>(t);
   return sum / static_cast<double>(blocks);
+}
+
+DgcRule DgcRule::of(const Node& node) {
+  DgcRule rule;
+  rule.momentum = float_attr(node, "momentum", 0.9);
+  rule.nesterov = int_attr(node, "nesterov", 0) != 0;
+  rule.weight_decay = float_attr(node, "weight_decay", 0.0);
+  rule.clip_norm = float_attr(node, "clip_norm", 0.0);
+  rule.rampup_begin_step = int_attr(node, "rampup_begin_step", 0);
+  rule.rampup_step = int_attr(node, "rampup_step", 1);
+  rule.sparsity = node.has_attr("sparsity") ? node.attr("sparsity").floats() : kDefaultSparsity;
+  return rule;
+}
+
+void check_dgc_encode_inputs(const KernelContext& ctx, const DgcRule& rule) {
+  const char* names[] = {"grad", "param", "u", "v"};
+  const Tensor& grad = ctx.input(0);
+  for (size_t i = 0; i < 4; ++i) {
+    require_f32(ctx, i, names[i]);
+    if (ctx.input(i).sizes() != grad.sizes()) {
+      ctx.fail(std::string(names[i]) + " is " + ctx.input(i).type_string() + "; the gradient is " + grad.type_string() +
+               " and they must have the same shape");
+    }
+  }
+  const int64_t numel = grad.num_elements();
+  if (numel < 1) ctx.fail("needs a gradient with at least one element, got " + grad.type_string());
+  if (numel > std::numeric_limits<int32_t>::max()) {
+    ctx.fail("encodes indices as int32; the gradient " + grad.type_string() + " has too many elements");
+  }
+  require_distinct(ctx, {0, 1, 2, 3});
+  if (std::string problem = rampup_problem(rule.rampup_step, rule.sparsity); !problem.empty()) ctx.fail(problem);
+}
+
+void check_dgc_momentum_inputs(const KernelContext& ctx, bool sparse_phase) {
+  const char* names[] = {"param", "velocity", "dense_grad", "gathered", "encoded"};
+  for (size_t i = 0; i < 5; ++i) require_f32(ctx, i, names[i]);
+  const Tensor& param = ctx.input(0);
+  for (size_t i = 1; i < 3; ++i) {
+    if (ctx.input(i).sizes() != param.sizes()) {
+      ctx.fail(std::string(names[i]) + " is " + ctx.input(i).type_string() + "; the parameter is " + param.type_string() +
+               " and they must have the same shape");
+    }
+  }
+  // The dense phase updates param and velocity from dense_grad; the sparse
+  // one param from gathered.
+  sparse_phase ? require_distinct(ctx, {0, 3}) : require_distinct(ctx, {0, 1, 2});
+}
+
+int64_t dgc_gathered_ranks(const KernelContext& ctx) {
+  const Tensor& gathered = ctx.input(3);
+  const Tensor& encoded = ctx.input(4);
+  const int64_t pairs_len = encoded.num_elements(), total = gathered.num_elements();
+  if (pairs_len == 0 || pairs_len % 2 != 0) {
+    ctx.fail("encoded must hold (index, value) pairs, a positive even length, got " + encoded.type_string());
+  }
+  if (total % pairs_len != 0) {
+    ctx.fail("gathered " + gathered.type_string() + " is not a whole number of encodings of length " +
+             std::to_string(pairs_len));
+  }
+  return total / pairs_len;
 }
 
 void register_dgc_schemas(OpRegistry& registry) {

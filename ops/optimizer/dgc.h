@@ -66,6 +66,41 @@ int64_t dgc_k(int64_t numel, int64_t dgc_step, int64_t rampup_begin_step, int64_
 // (kInvalidArgument) unless 1 <= k <= numel.
 double dgc_threshold(const float* v, int64_t numel, int64_t k);
 
+// dgc_threshold's sampling for k of numel: r (the rank within a block's
+// samples), the samples a block wants (max(r, ceil(r / f))) and the blocks
+// B; the same throws.
+struct DgcSampling {
+  int64_t rank = 1;
+  int64_t wanted = 1;
+  int64_t blocks = 1;
+};
+DgcSampling dgc_sampling(int64_t numel, int64_t k);
+
+// The attributes of a DgcEncode or DgcMomentum node (DgcMomentum has no
+// clip_norm, rampup_step or sparsity: those keep their defaults).
+struct DgcRule {
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double clip_norm = 0.0;
+  int64_t rampup_begin_step = 0;
+  int64_t rampup_step = 1;
+  std::vector<double> sparsity;
+  static DgcRule of(const Node& node);
+};
+
+// What every backend's kernels check before they touch memory, failing
+// naming the input: DgcEncode's grad, param, u and v are f32 of one shape
+// with 1 to 2^31 - 1 elements, in distinct buffers, and the rule's ramp is
+// usable; DgcMomentum's inputs are f32, param, velocity and dense_grad of
+// one shape, and the buffers the phase updates and reads are distinct.
+void check_dgc_encode_inputs(const KernelContext& ctx, const DgcRule& rule);
+void check_dgc_momentum_inputs(const KernelContext& ctx, bool sparse_phase);
+// The ranks whose pairs DgcMomentum's `gathered` holds: numel(gathered) /
+// numel(encoded); fails unless encoded is a positive even length that
+// divides gathered's.
+int64_t dgc_gathered_ranks(const KernelContext& ctx);
+
 void register_dgc_schemas(OpRegistry& registry);
 void register_dgc_cpu_kernels(KernelRegistry& registry);
 

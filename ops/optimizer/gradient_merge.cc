@@ -13,20 +13,10 @@ class GradientMergeKernel final : public OpKernel {
   explicit GradientMergeKernel(const Node& node) : scale_(static_cast<float>(float_attr(node, "scale", 1.0))) {}
 
   void compute(KernelContext& ctx) override {
+    check_gradient_merge_inputs(ctx);
     const Tensor& accumulator = ctx.input(0);
     const Tensor& grad = ctx.input(1);
     const Tensor& apply = ctx.input(2);
-    if (accumulator.dtype() != DType::kFloat32 || grad.dtype() != DType::kFloat32) {
-      ctx.fail("accumulates f32 gradients, got accumulator " + accumulator.type_string() + " and gradient " +
-               grad.type_string());
-    }
-    if (accumulator.sizes() != grad.sizes()) {
-      ctx.fail("the accumulator is " + accumulator.type_string() + " and the gradient " + grad.type_string() +
-               "; they must have the same shape");
-    }
-    if (apply.dtype() != DType::kBool || apply.num_elements() != 1) {
-      ctx.fail("apply must be a bool scalar, got " + apply.type_string());
-    }
     const bool applying = apply.data<bool>()[0];
     Tensor& merged = ctx.allocate_output(0, DType::kFloat32, grad.sizes(), KernelContext::Fill::kUninitialized);
     float* acc = accumulator.data<float>();
@@ -50,6 +40,23 @@ class GradientMergeKernel final : public OpKernel {
 };
 
 }  // namespace
+
+void check_gradient_merge_inputs(const KernelContext& ctx) {
+  const Tensor& accumulator = ctx.input(0);
+  const Tensor& grad = ctx.input(1);
+  const Tensor& apply = ctx.input(2);
+  if (accumulator.dtype() != DType::kFloat32 || grad.dtype() != DType::kFloat32) {
+    ctx.fail("accumulates f32 gradients, got accumulator " + accumulator.type_string() + " and gradient " +
+             grad.type_string());
+  }
+  if (accumulator.sizes() != grad.sizes()) {
+    ctx.fail("the accumulator is " + accumulator.type_string() + " and the gradient " + grad.type_string() +
+             "; they must have the same shape");
+  }
+  if (apply.dtype() != DType::kBool || apply.num_elements() != 1) {
+    ctx.fail("apply must be a bool scalar, got " + apply.type_string());
+  }
+}
 
 void register_gradient_merge_schemas(OpRegistry& registry) {
   OpSchema merge("GradientMerge");

@@ -16,6 +16,10 @@
 
 namespace weir {
 
+// What every backend's kernel checks, failing naming the input: f32
+// accumulator and gradient of one shape, a bool scalar apply.
+void check_gradient_merge_inputs(const KernelContext& ctx);
+
 void register_gradient_merge_schemas(OpRegistry& registry);
 void register_gradient_merge_cpu_kernels(KernelRegistry& registry);
 

@@ -17,20 +17,10 @@ constexpr int64_t kScheduleSize = 4;  // last average, k, loss0, lr0
 constexpr int64_t kMaxAdaptiveSteps = 16;
 
 double* schedule_of(const KernelContext& ctx, size_t index) {
-  const Tensor& schedule = ctx.input(index);
-  if (schedule.dtype() != DType::kFloat64 || schedule.num_elements() != kScheduleSize) {
-    ctx.fail("the schedule must be the f64[4] state (last average, k, loss0, lr0), got " + schedule.type_string());
-  }
-  return schedule.data<double>();
+  return check_local_sgd_schedule(ctx, index).data<double>();
 }
 
-bool flag_of(const KernelContext& ctx, size_t index) {
-  const Tensor& flag = ctx.input(index);
-  if (flag.dtype() != DType::kBool || flag.num_elements() != 1) {
-    ctx.fail("communicate must be a bool scalar, got " + flag.type_string());
-  }
-  return flag.data<bool>()[0];
-}
+bool flag_of(const KernelContext& ctx, size_t index) { return check_local_sgd_flag(ctx, index).data<bool>()[0]; }
 
 class ScheduleKernel final : public OpKernel {
  public:
@@ -83,15 +73,10 @@ class AverageKernel final : public OpKernel {
   explicit AverageKernel(const Node&) {}
 
   void compute(KernelContext& ctx) override {
+    check_local_sgd_average_inputs(ctx);
     const Tensor& param = ctx.input(0);
     const Tensor& snapshot = ctx.input(1);
     const Tensor& delta = ctx.input(2);
-    for (const Tensor* t : {&snapshot, &delta}) {
-      if (t->dtype() != DType::kFloat32 || t->sizes() != param.sizes() || param.dtype() != DType::kFloat32) {
-        ctx.fail("averages f32 values of one shape; the parameter is " + param.type_string() + ", the snapshot " +
-                 snapshot.type_string() + " and the averaged difference " + delta.type_string());
-      }
-    }
     ctx.set_output(0, param);
     ctx.set_output(1, snapshot);
     if (!flag_of(ctx, 3)) return;
@@ -112,6 +97,35 @@ void check_schedule(InferenceContext& ctx) {
 }
 
 }  // namespace
+
+const Tensor& check_local_sgd_schedule(const KernelContext& ctx, size_t index) {
+  const Tensor& schedule = ctx.input(index);
+  if (schedule.dtype() != DType::kFloat64 || schedule.num_elements() != kScheduleSize) {
+    ctx.fail("the schedule must be the f64[4] state (last average, k, loss0, lr0), got " + schedule.type_string());
+  }
+  return schedule;
+}
+
+const Tensor& check_local_sgd_flag(const KernelContext& ctx, size_t index) {
+  const Tensor& flag = ctx.input(index);
+  if (flag.dtype() != DType::kBool || flag.num_elements() != 1) {
+    ctx.fail("communicate must be a bool scalar, got " + flag.type_string());
+  }
+  return flag;
+}
+
+void check_local_sgd_average_inputs(const KernelContext& ctx) {
+  const Tensor& param = ctx.input(0);
+  const Tensor& snapshot = ctx.input(1);
+  const Tensor& delta = ctx.input(2);
+  for (const Tensor* t : {&snapshot, &delta}) {
+    if (t->dtype() != DType::kFloat32 || t->sizes() != param.sizes() || param.dtype() != DType::kFloat32) {
+      ctx.fail("averages f32 values of one shape; the parameter is " + param.type_string() + ", the snapshot " +
+               snapshot.type_string() + " and the averaged difference " + delta.type_string());
+    }
+  }
+  check_local_sgd_flag(ctx, 3);
+}
 
 bool local_sgd_communicates(int64_t step, int64_t last_step, int64_t k_steps, int64_t begin_step) {
   return step <= std::max<int64_t>(begin_step, 1) || step - last_step >= std::max<int64_t>(k_steps, 1);

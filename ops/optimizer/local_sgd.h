@@ -35,6 +35,14 @@ bool local_sgd_communicates(int64_t step, int64_t last_step, int64_t k_steps, in
 int64_t adaptive_local_sgd_steps(double loss0, double lr0, double loss, double lr, int64_t init_k_steps,
                                  int64_t current_k_steps);
 
+// What every backend's kernels check, failing naming the input: input
+// `index` is the f64[4] schedule (returned); input `index` is the bool
+// scalar communicate flag (returned); LocalSgdAverage's param, snapshot and
+// averaged_delta are f32 of one shape and its flag a bool scalar.
+const Tensor& check_local_sgd_schedule(const KernelContext& ctx, size_t index);
+const Tensor& check_local_sgd_flag(const KernelContext& ctx, size_t index);
+void check_local_sgd_average_inputs(const KernelContext& ctx);
+
 void register_local_sgd_schemas(OpRegistry& registry);
 void register_local_sgd_cpu_kernels(KernelRegistry& registry);
 

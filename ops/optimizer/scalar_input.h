@@ -24,9 +24,9 @@ inline double scalar_input(const KernelContext& ctx, size_t index, const char* n
   return value;
 }
 
-// The 1-based step number input `index`: an i64 or i32 scalar of at least 1.
-inline int64_t step_input(const KernelContext& ctx, size_t index) {
-  const Tensor& t = ctx.input(index);
+// The 1-based step number in `t` (host memory): an i64 or i32 scalar of at
+// least 1.
+inline int64_t step_value(const KernelContext& ctx, const Tensor& t) {
   if (t.num_elements() != 1 || (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32)) {
     ctx.fail("step must be an i64 or i32 scalar, got " + t.type_string());
   }
@@ -34,5 +34,8 @@ inline int64_t step_input(const KernelContext& ctx, size_t index) {
   if (step < 1) ctx.fail("step must be at least 1 (it counts from 1), got " + std::to_string(step));
   return step;
 }
+
+// The 1-based step number input `index`, as step_value reads it.
+inline int64_t step_input(const KernelContext& ctx, size_t index) { return step_value(ctx, ctx.input(index)); }
 
 }  // namespace weir

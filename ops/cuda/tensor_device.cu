@@ -6,6 +6,7 @@
 
 #include "ops/cuda/element_compute.cuh"
 #include "ops/cuda/launch_shape.cuh"
+#include "ops/cuda/sort_key_bits.h"
 
 namespace weir::cuda {
 
@@ -235,18 +236,11 @@ constexpr size_t kAlignment = 256;
 
 size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-// The bits the sort looks at: enough for `along` itself (the out-of-range key).
-int key_bits(int64_t along) {
-  int bits = 1;
-  while (bits < 31 && (int64_t{1} << bits) <= along) ++bits;
-  return bits;
-}
-
 size_t sort_bytes(int64_t count, int64_t along) {
   size_t bytes = 0;
   cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
                                   static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
-                                  static_cast<int>(count), 0, key_bits(along));
+                                  static_cast<int>(count), 0, sort_key_bits(along));
   return bytes;
 }
 
@@ -325,7 +319,7 @@ cudaError_t launch_gather_grad(AddType type, const void* dy, const void* indices
     if (status != cudaSuccess) return status;
     size_t sort_storage = workspace_bytes - 4 * array;
     status = cub::DeviceRadixSort::SortPairs(base + 4 * array, sort_storage, keys_in, keys, positions_in, positions,
-                                             static_cast<int>(count), 0, key_bits(along), stream);
+                                             static_cast<int>(count), 0, sort_key_bits(along), stream);
     if (status != cudaSuccess) return status;
   }
   const int64_t total = outer * along * row;

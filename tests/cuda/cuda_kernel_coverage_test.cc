@@ -1,4 +1,5 @@
-// Every node of the models the CUDA backend must run has a CUDA kernel: the
+// Every node of the models the CUDA backend must run has a CUDA kernel (and
+// of their training steps with gradient merge, DGC and LocalSGD): the
 // plans are compiled for cuda:0, which creates each node's kernel from the
 // registry and needs no GPU. This runs everywhere, so a model that would be
 // refused on a GPU ("no CUDA kernel for X with f32 inputs") fails here first.
@@ -46,16 +47,39 @@ struct TrainingCase {
   std::string model;
   OptimizerKind optimizer;
   std::optional<DType> amp;
+  // A gradient-communication strategy: "", "gradient_merge", "dgc",
+  // "localsgd" or "adaptive_localsgd" (the last three one rank of two).
+  std::string communication = "";
 };
 
 std::string training_case_name(const ::testing::TestParamInfo<TrainingCase>& info) {
   std::string amp = info.param.amp ? "_" + std::string(dtype_name(*info.param.amp)) : "";
-  return info.param.model + "_" + optimizer_kind_name(info.param.optimizer) + amp;
+  std::string communication = info.param.communication.empty() ? "" : "_" + info.param.communication;
+  return info.param.model + "_" + optimizer_kind_name(info.param.optimizer) + amp + communication;
+}
+
+void set_communication(const std::string& name, Strategy& strategy) {
+  if (name.empty()) return;
+  if (name == "gradient_merge") {
+    strategy.gradient_merge = {.enabled = true, .k_steps = 2};
+    return;
+  }
+  strategy.data_parallel.ranks = 2;
+  if (name == "dgc") {
+    strategy.dgc = {.enabled = true, .rampup_begin_step = 2, .sparsity = {0.75, 0.999}, .clip_norm = 1.0};
+  } else if (name == "localsgd") {
+    strategy.localsgd = {.enabled = true, .k_steps = 3};
+  } else if (name == "adaptive_localsgd") {
+    strategy.localsgd = {.enabled = true, .adaptive = true, .init_k_steps = 2};
+  } else {
+    FAIL() << "unknown communication strategy '" << name << "'";
+  }
 }
 
 class CudaTrainingCoverage : public ::testing::TestWithParam<TrainingCase> {};
 
-// The training step as `graph-runner train --device cuda` compiles it.
+// The training step as `graph-runner train --device cuda` compiles it, and
+// one rank's step of the gradient-communication strategies.
 TEST_P(CudaTrainingCoverage, EveryNodeOfTheTrainingStepHasACudaKernel) {
   const TrainingCase& c = GetParam();
   models::ClassifierGraph model = models::build_classifier(c.model, 8, /*training=*/true, {.classes = 10});
@@ -64,6 +88,7 @@ TEST_P(CudaTrainingCoverage, EveryNodeOfTheTrainingStepHasACudaKernel) {
     strategy.amp.enabled = true;
     strategy.amp.dtype = *c.amp;
   }
+  set_communication(c.communication, strategy);
   minimize(*model.graph, model.loss, {.kind = c.optimizer}, strategy);
   EXPECT_EQ(cuda_compile_error(*model.graph, 0), "");
 }
@@ -77,7 +102,11 @@ INSTANTIATE_TEST_SUITE_P(
                       TrainingCase{"lenet", OptimizerKind::kLamb, std::nullopt},
                       TrainingCase{"lenet", OptimizerKind::kMomentum, DType::kFloat16},
                       TrainingCase{"resnet50", OptimizerKind::kMomentum, DType::kFloat16},
-                      TrainingCase{"bert", OptimizerKind::kAdamW, std::nullopt}),
+                      TrainingCase{"bert", OptimizerKind::kAdamW, std::nullopt},
+                      TrainingCase{"lenet", OptimizerKind::kAdam, std::nullopt, "gradient_merge"},
+                      TrainingCase{"lenet", OptimizerKind::kMomentum, std::nullopt, "dgc"},
+                      TrainingCase{"lenet", OptimizerKind::kMomentum, std::nullopt, "localsgd"},
+                      TrainingCase{"lenet", OptimizerKind::kSgd, std::nullopt, "adaptive_localsgd"}),
     training_case_name);
 
 class CudaInferenceCoverage : public ::testing::TestWithParam<std::string> {};

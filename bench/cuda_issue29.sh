@@ -5,7 +5,7 @@
 #
 #   here:   scripts/cuda_bundle.sh && echo /.cuda-bundle/ >> .git/info/exclude
 #   device: run(command="bash bench/cuda_issue29.sh tests", carry=[".cuda-bundle"])
-#           run(command="bash bench/cuda_issue29.sh lenet infer train nccl2", carry=[".cuda-bundle"])
+#           run(command="bash bench/cuda_issue29.sh lenet comm infer train nccl2", carry=[".cuda-bundle"])
 #
 # (a device command may run 10 minutes: the tests take one call, the rest
 # another). WEIR_GPU=cpu runs the stages' commands on the CPU instead, to
@@ -19,6 +19,10 @@
 #   lenet   graph-runner train --model lenet, 20 steps, CPU and cuda:0 (and
 #           cuda:0 waiting for each step), and a launched NCCL world of one:
 #           the largest relative loss difference
+#   comm    the gradient-communication strategies on the GPU against the
+#           CPU, LeNet's losses: gradient merge (k 2) on one GPU; with 2 or
+#           more GPUs, DGC, LocalSGD and adaptive LocalSGD on 2 processes
+#           (NCCL) against 2 on the CPU (Gloo)
 #   infer   graph-runner bench --device cuda: ResNet-50 at batch 1 and 64,
 #           BERT-base (12 layers, 768 wide, 12 heads) at seq 128, batch 1 and
 #           32; each also with WEIR_SYNC_STEPS=1, the executor waiting for
@@ -33,7 +37,7 @@ root=$(pwd)
 out=${OUT:-/tmp/weir-gpu}
 mkdir -p "$out"
 stages=("$@")
-[[ ${#stages[@]} -gt 0 ]] || stages=(tests lenet infer train nccl2)
+[[ ${#stages[@]} -gt 0 ]] || stages=(tests lenet comm infer train nccl2)
 
 # Every program runs under a time limit, so that a hang cannot take the device
 # call's 10 minutes: `limit` seconds (default 120), or what is left of
@@ -109,6 +113,25 @@ run_stage() {
       compare_losses "$work/lenet-cuda-sync.txt" "$work/lenet-cuda.txt" "lenet cuda running ahead vs waiting for each step" 0
       compare_losses "$work/lenet-cpu.txt" "$work/lenet-nccl.txt" "lenet nccl vs cpu" 1e-4
       grep -h -E "ms_per_step|examples_per_second|error" "$work"/lenet-*.txt ;;
+    comm)
+      lenet=(train --model lenet --data synthetic --steps 12 --batch 64 --optimizer momentum --lr 0.05 --print-losses)
+      echo '{"gradient_merge": true, "gradient_merge_configs": {"k_steps": 2}}' > "$work/merge.json"
+      echo '{"dgc": true, "dgc_configs": {"rampup_begin_step": 2, "rampup_step": 4, "sparsity": [0.75, 0.99]}}' > "$work/dgc.json"
+      echo '{"localsgd": true, "localsgd_configs": {"k_steps": 3, "begin_step": 2}}' > "$work/localsgd.json"
+      echo '{"adaptive_localsgd": true, "adaptive_localsgd_configs": {"init_k_steps": 2}}' > "$work/adaptive.json"
+      weir graph-runner "${lenet[@]}" --device cpu --strategy "$work/merge.json" > "$work/merge-cpu.txt" 2>&1
+      weir graph-runner "${lenet[@]}" --device "$gpu" --strategy "$work/merge.json" > "$work/merge-cuda.txt" 2>&1
+      compare_losses "$work/merge-cpu.txt" "$work/merge-cuda.txt" "gradient merge cuda vs cpu" 1e-4
+      grep -h -E "gradient merge|error" "$work"/merge-*.txt
+      if (( gpus < 2 )); then echo "one GPU: DGC and LocalSGD need a world of two"; return; fi
+      for strategy in dgc localsgd adaptive; do
+        weir graph-runner launch -n 2 -- "$bin/graph-runner" "${lenet[@]}" --device cpu --strategy "$work/$strategy.json" \
+          > "$work/$strategy-cpu.txt" 2>&1
+        weir graph-runner launch -n 2 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" --strategy "$work/$strategy.json" \
+          > "$work/$strategy-cuda.txt" 2>&1
+        compare_losses "$work/$strategy-cpu.txt" "$work/$strategy-cuda.txt" "$strategy 2 GPUs vs 2 CPU processes" 1e-4
+        grep -h -E "rank 0\] (dgc|localsgd|adaptive)|error" "$work/$strategy"-*.txt
+      done ;;
     infer)
       # Fixed batches, so the FLOP estimates count every example; initial
       # weights, uncalibrated (latency does not depend on the values).
@@ -143,7 +166,7 @@ for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randin
       weir graph-runner launch -n 2 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl2.txt" 2>&1
       compare_losses "$work/lenet-nccl.txt" "$work/lenet-nccl2.txt" "lenet 2 GPUs vs 1" 1e-5
       ;;
-    *) echo "unknown stage '$stage' (tests lenet infer train nccl2)" ;;
+    *) echo "unknown stage '$stage' (tests lenet comm infer train nccl2)" ;;
   esac
 }
 

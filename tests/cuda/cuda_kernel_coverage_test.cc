@@ -3,6 +3,9 @@
 // plans are compiled for cuda:0, which creates each node's kernel from the
 // registry and needs no GPU. This runs everywhere, so a model that would be
 // refused on a GPU ("no CUDA kernel for X with f32 inputs") fails here first.
+// The exception, listed by its test: the sharded margin head's ops of
+// model-parallel classification, which run on the host.
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -108,6 +111,37 @@ INSTANTIATE_TEST_SUITE_P(
                       TrainingCase{"lenet", OptimizerKind::kMomentum, std::nullopt, "localsgd"},
                       TrainingCase{"lenet", OptimizerKind::kSgd, std::nullopt, "adaptive_localsgd"}),
     training_case_name);
+
+// One rank's step of model-parallel classification (PLSC): the margin
+// head's classes sharded over 2 ranks, with and without PartialFC's
+// sampling of class centres. The sharded head's own ops have no CUDA
+// kernels yet: they run on the host (host fallback), which costs copies of
+// the [batch, shard width] logits both ways each step. The list below is
+// what falls back; every other node has a CUDA kernel.
+TEST(CudaTrainingCoverage, OnlyTheShardedMarginHeadsOwnOpsRunOnTheHost) {
+  for (double sample_ratio : {1.0, 0.5}) {
+    models::ZooOptions zoo{.classes = 1000};
+    zoo.sample_ratio = sample_ratio;
+    zoo.head_ranks = 2;
+    models::ClassifierGraph model = models::build_classifier("arcface", 8, /*training=*/true, zoo);
+    Strategy strategy;
+    strategy.data_parallel.ranks = 2;
+    strategy.data_parallel.distributed_parameters.insert(model.class_centres->weight);
+    minimize(*model.graph, model.loss, {.kind = OptimizerKind::kMomentum}, strategy);
+    CompileOptions options;
+    options.default_device = Device::cuda(0);
+    options.host_fallback = true;
+    std::shared_ptr<const Plan> plan = compile(*model.graph, options);
+    std::set<std::string> on_host;
+    for (const Node* node : plan->graph().nodes()) {
+      if (node->device() && node->device()->type == DeviceType::kCpu) on_host.insert(node->op_type());
+    }
+    std::set<std::string> expected = {"MarginLogits", "MarginLogitsGrad", "MaskShardPadding", "ShardLabels",
+                                      "ShardedCrossEntropy", "ShardedCrossEntropyGrad"};
+    if (sample_ratio < 1) expected.insert("SampleClassCenters");
+    EXPECT_EQ(on_host, expected) << "sample_ratio " << sample_ratio;
+  }
+}
 
 class CudaInferenceCoverage : public ::testing::TestWithParam<std::string> {};
 

@@ -345,11 +345,7 @@ class ConvCudaKernel final : public OpKernel {
       sums_type = ElementType::kFloat32;
       result = cuda::LaunchScratch(ctx, {y.num_elements() * sizeof(float)});
       conv = result.part(0);
-      cudaError_t status = cudaMemsetAsync(conv, 0, y.num_elements() * sizeof(float), stream);
-      if (status != cudaSuccess) {
-        cudaGetLastError();
-        ctx.fail(std::string("cudaMemsetAsync failed: ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
-      }
+      cuda::check_cuda_status(ctx, cudaMemsetAsync(conv, 0, y.num_elements() * sizeof(float), stream), "cudaMemsetAsync");
     } else {
       sums_last = runner_.result_channels_last(ctx, direction, p, type, forward && last, type);
       const size_t element = type == ElementType::kFloat32 ? sizeof(float) : 2;

@@ -35,6 +35,12 @@ void check_launch(const KernelContext& ctx, const char* kernel) {
       .with_node(node.name());
 }
 
+void check_cuda_status(const KernelContext& ctx, cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();
+  ctx.fail(std::string(what) + " failed: " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+}
+
 DeviceScalar device_scalar(const KernelContext& ctx, size_t index, const char* name) {
   const Tensor& t = ctx.input(index);
   if (t.num_elements() != 1) ctx.fail(std::string(name) + " must be a scalar, got " + t.type_string());

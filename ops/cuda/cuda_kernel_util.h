@@ -29,6 +29,11 @@ cudaStream_t cuda_stream(const KernelContext& ctx);
 void require_on_device(const KernelContext& ctx, const Tensor& tensor, const char* what);
 // Throws weir::Error(kDevice) naming the node when the last launch on this thread failed.
 void check_launch(const KernelContext& ctx, const char* kernel);
+// Fails naming the node and `what` ("<what> failed: cudaErrorX: ...") when
+// `status` (of an enqueueing call: a memset, a copy, a CUB launch) is not
+// cudaSuccess, clearing the thread's last error first so the next launch
+// check does not report it again.
+void check_cuda_status(const KernelContext& ctx, cudaError_t status, const char* what);
 // Fails naming the node when `value` (a size handed to a 32-bit API) exceeds int.
 int to_int(const KernelContext& ctx, int64_t value, const char* what);
 

@@ -17,12 +17,6 @@ namespace weir {
 
 namespace {
 
-void check_status(const KernelContext& ctx, cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  cudaGetLastError();
-  ctx.fail(std::string(what) + " failed: " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
-}
-
 class DgcEncodeCudaKernel final : public OpKernel {
  public:
   explicit DgcEncodeCudaKernel(const Node& node) : rule_(DgcRule::of(node)) {}
@@ -53,8 +47,8 @@ class DgcEncodeCudaKernel final : public OpKernel {
     Tensor& encoded = ctx.allocate_output(0, DType::kFloat32, {2 * selection.k}, KernelContext::Fill::kUninitialized);
     const size_t bytes = cuda::dgc_encode_workspace_bytes(numel);
     const cuda::LaunchScratch workspace(ctx, {bytes});
-    check_status(ctx,
-                 cuda::launch_dgc_encode(ctx.input(0).data<float>(), ctx.input(1).data<float>(),
+    cuda::check_cuda_status(ctx,
+                            cuda::launch_dgc_encode(ctx.input(0).data<float>(), ctx.input(1).data<float>(),
                                          ctx.input(2).data<float>(), ctx.input(3).data<float>(), encoded.data<float>(),
                                          accumulation, selection, workspace.part(0), bytes, stream),
                  "encoding on the GPU");
@@ -116,8 +110,8 @@ class DgcMomentumCudaKernel final : public OpKernel {
     const cuda::LaunchScratch workspace(ctx, {bytes});
     // The launch's own: its check reads it after the run.
     Tensor first_bad = Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator());
-    check_status(ctx,
-                 cuda::launch_dgc_sparse_sgd(ctx.input(0).data<float>(), numel, gathered.data<float>(), pairs, ranks, lr,
+    cuda::check_cuda_status(ctx,
+                            cuda::launch_dgc_sparse_sgd(ctx.input(0).data<float>(), numel, gathered.data<float>(), pairs, ranks, lr,
                                              first_bad.data<int64_t>(), workspace.part(0), bytes, stream),
                  "applying the gathered pairs on the GPU");
     cuda::check_launch(ctx, "dgc sparse sgd");

@@ -45,11 +45,7 @@ class DropoutCudaKernel final : public OpKernel {
         Tensor& mask = ctx.allocate_output(1, DType::kBool, x.sizes(), KernelContext::Fill::kUninitialized);
         if (mask.nbytes() == 0) return;
         // All true: a bool is one byte holding 1.
-        cudaError_t status = cudaMemsetAsync(mask.raw_data(), 1, mask.nbytes(), stream);
-        if (status != cudaSuccess) {
-          cudaGetLastError();
-          ctx.fail(std::string("filling the mask failed: ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
-        }
+        cuda::check_cuda_status(ctx, cudaMemsetAsync(mask.raw_data(), 1, mask.nbytes(), stream), "filling the mask");
       }
       return;
     }

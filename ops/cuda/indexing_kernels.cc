@@ -256,12 +256,10 @@ class GatherGradCudaKernel final : public OpKernel {
     // The sort's keys, positions and temporary storage.
     const cuda::LaunchScratch scratch(ctx, {bytes});
     void* workspace = scratch.part(0);
-    cudaError_t status = cuda::launch_gather_grad(type, dy.raw_data(), indices.raw_data(), wide, dx.raw_data(), outer, along,
-                                                  count, row, workspace, bytes, stream);
-    if (status != cudaSuccess) {
-      ctx.fail(std::string("sorting the indices and summing the rows failed: ") + cudaGetErrorName(status) + ": " +
-               cudaGetErrorString(status));
-    }
+    cuda::check_cuda_status(ctx,
+                            cuda::launch_gather_grad(type, dy.raw_data(), indices.raw_data(), wide, dx.raw_data(), outer,
+                                                     along, count, row, workspace, bytes, stream),
+                            "sorting the indices and summing the rows");
   }
 };
 

@@ -8,9 +8,6 @@ namespace weir::cuda {
 
 namespace {
 
-// The largest interval adaptive LocalSGD sets (ops/optimizer/local_sgd.cc).
-constexpr double kMaxAdaptiveSteps = 16;
-
 __device__ int64_t read_step(DeviceScalar step, int64_t* seen_step) {
   const int64_t value = step.type == ScalarType::kInt64 ? *static_cast<const int64_t*>(step.data)
                                                         : *static_cast<const int32_t*>(step.data);
@@ -28,15 +25,16 @@ __global__ void local_sgd_schedule(const double* schedule, DeviceScalar step_in,
 
 // adaptive_local_sgd_steps() of ops/optimizer/local_sgd.cc, operation for operation.
 __device__ int64_t adaptive_steps(double loss0, double lr0, double loss, double lr, int64_t init_k_steps,
-                                  int64_t current_k_steps) {
+                                  int64_t current_k_steps, double max_k_steps) {
   const double ratio = ddiv(dmul(lr0, loss), dmul(lr, loss0));
   if (!(loss0 > 0) || !(lr0 > 0) || !(loss > 0) || !(lr > 0) || !isfinite(ratio)) return current_k_steps;
   const double k = ceil(__dsqrt_rn(dmul(ratio, static_cast<double>(init_k_steps))));
-  return static_cast<int64_t>(k < 1.0 ? 1.0 : (k > kMaxAdaptiveSteps ? kMaxAdaptiveSteps : k));
+  return static_cast<int64_t>(k < 1.0 ? 1.0 : (k > max_k_steps ? max_k_steps : k));
 }
 
 __global__ void local_sgd_advance(double* schedule, DeviceScalar step_in, const bool* communicated, bool adaptive,
-                                  int64_t init_k_steps, DeviceScalar loss_in, DeviceScalar lr_in, int64_t* seen_step) {
+                                  int64_t init_k_steps, int64_t max_k_steps, DeviceScalar loss_in, DeviceScalar lr_in,
+                                  int64_t* seen_step) {
   const int64_t step = read_step(step_in, seen_step);
   if (!*communicated) return;
   if (adaptive) {
@@ -46,7 +44,8 @@ __global__ void local_sgd_advance(double* schedule, DeviceScalar step_in, const 
       schedule[3] = lr;
     }
     schedule[1] = static_cast<double>(
-        adaptive_steps(schedule[2], schedule[3], loss, lr, init_k_steps, static_cast<int64_t>(schedule[1])));
+        adaptive_steps(schedule[2], schedule[3], loss, lr, init_k_steps, static_cast<int64_t>(schedule[1]),
+                       static_cast<double>(max_k_steps)));
   }
   schedule[0] = static_cast<double>(step);
 }
@@ -69,9 +68,10 @@ void launch_local_sgd_schedule(const double* schedule, DeviceScalar step, int64_
 }
 
 void launch_local_sgd_advance(double* schedule, DeviceScalar step, const bool* communicated, bool adaptive,
-                              int64_t init_k_steps, DeviceScalar loss, DeviceScalar lr, int64_t* seen_step,
-                              cudaStream_t stream) {
-  local_sgd_advance<<<1, 1, 0, stream>>>(schedule, step, communicated, adaptive, init_k_steps, loss, lr, seen_step);
+                              int64_t init_k_steps, int64_t max_k_steps, DeviceScalar loss, DeviceScalar lr,
+                              int64_t* seen_step, cudaStream_t stream) {
+  local_sgd_advance<<<1, 1, 0, stream>>>(schedule, step, communicated, adaptive, init_k_steps, max_k_steps, loss, lr,
+                                         seen_step);
 }
 
 void launch_local_sgd_average(float* param, float* snapshot, const float* averaged_delta, int64_t count,

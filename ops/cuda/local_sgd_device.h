@@ -22,12 +22,12 @@ void launch_local_sgd_schedule(const double* schedule, DeviceScalar step, int64_
                                int64_t* seen_step, cudaStream_t stream);
 
 // When *communicated: (adaptive) on the first average schedule[2..3] =
-// (loss, lr), and schedule[1] = adaptive_local_sgd_steps(...); then
-// schedule[0] = step. *seen_step as above. `loss` and `lr` are read only
-// when adaptive.
+// (loss, lr), and schedule[1] = adaptive_local_sgd_steps(...) (at most
+// max_k_steps); then schedule[0] = step. *seen_step as above. `loss` and
+// `lr` are read only when adaptive.
 void launch_local_sgd_advance(double* schedule, DeviceScalar step, const bool* communicated, bool adaptive,
-                              int64_t init_k_steps, DeviceScalar loss, DeviceScalar lr, int64_t* seen_step,
-                              cudaStream_t stream);
+                              int64_t init_k_steps, int64_t max_k_steps, DeviceScalar loss, DeviceScalar lr,
+                              int64_t* seen_step, cudaStream_t stream);
 
 // When *communicate: snapshot[i] = param[i] = snapshot[i] - averaged_delta[i]
 // for i < count (count > 0).

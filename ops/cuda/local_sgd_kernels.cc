@@ -77,7 +77,7 @@ class AdvanceCudaKernel final : public OpKernel {
     }
     Tensor seen = seen_step_of(ctx);
     cuda::launch_local_sgd_advance(schedule.data<double>(), step, communicated.data<bool>(), adaptive_, init_k_steps_,
-                                   loss, lr, seen.data<int64_t>(), stream);
+                                   kMaxAdaptiveLocalSgdSteps, loss, lr, seen.data<int64_t>(), stream);
     cuda::check_launch(ctx, "local_sgd_advance");
     check_seen_step(ctx, std::move(seen));
     ctx.set_output(0, schedule);

@@ -116,12 +116,9 @@ class AssignCudaKernel final : public OpKernel {
     cuda::require_on_device(ctx, target, "target");
     cuda::require_on_device(ctx, value, "value");
     if (target.raw_data() != value.raw_data() && value.nbytes() > 0) {
-      cudaError_t status = cudaMemcpyAsync(target.raw_data(), value.raw_data(), value.nbytes(), cudaMemcpyDeviceToDevice, stream);
-      if (status != cudaSuccess) {
-        cudaGetLastError();
-        ctx.fail(std::string("copying the value into the target failed: ") + cudaGetErrorName(status) + ": " +
-                 cudaGetErrorString(status));
-      }
+      cuda::check_cuda_status(
+          ctx, cudaMemcpyAsync(target.raw_data(), value.raw_data(), value.nbytes(), cudaMemcpyDeviceToDevice, stream),
+          "copying the value into the target");
     }
     ctx.set_output(0, target);
   }

@@ -14,7 +14,6 @@ namespace weir {
 namespace {
 
 constexpr int64_t kScheduleSize = 4;  // last average, k, loss0, lr0
-constexpr int64_t kMaxAdaptiveSteps = 16;
 
 double* schedule_of(const KernelContext& ctx, size_t index) {
   return check_local_sgd_schedule(ctx, index).data<double>();
@@ -79,7 +78,7 @@ class AverageKernel final : public OpKernel {
     const Tensor& delta = ctx.input(2);
     ctx.set_output(0, param);
     ctx.set_output(1, snapshot);
-    if (!flag_of(ctx, 3)) return;
+    if (!ctx.input(3).data<bool>()[0]) return;  // the flag, checked above
     float* p = param.data<float>();
     float* s = snapshot.data<float>();
     const float* d = delta.data<float>();
@@ -136,7 +135,7 @@ int64_t adaptive_local_sgd_steps(double loss0, double lr0, double loss, double l
   const double ratio = lr0 * loss / (lr * loss0);
   if (!(loss0 > 0) || !(lr0 > 0) || !(loss > 0) || !(lr > 0) || !std::isfinite(ratio)) return current_k_steps;
   const double k = std::ceil(std::sqrt(ratio * static_cast<double>(init_k_steps)));
-  return static_cast<int64_t>(std::clamp(k, 1.0, static_cast<double>(kMaxAdaptiveSteps)));
+  return static_cast<int64_t>(std::clamp(k, 1.0, static_cast<double>(kMaxAdaptiveLocalSgdSteps)));
 }
 
 void register_local_sgd_schemas(OpRegistry& registry) {

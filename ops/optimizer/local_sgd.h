@@ -29,6 +29,9 @@
 
 namespace weir {
 
+// The largest interval adaptive LocalSGD sets.
+inline constexpr int64_t kMaxAdaptiveLocalSgdSteps = 16;
+
 // Whether step `step` averages, given the last average and the interval.
 bool local_sgd_communicates(int64_t step, int64_t last_step, int64_t k_steps, int64_t begin_step);
 // Adaptive LocalSGD's next interval.

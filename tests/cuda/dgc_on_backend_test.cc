@@ -27,18 +27,12 @@ namespace weir {
 namespace {
 
 using testing::BothRuns;
+using testing::gaussian_floats;
 using testing::StatefulComparison;
 using testing::Tolerance;
 
 class DgcOnBackend : public testing::OnBackend {};
 
-std::vector<float> gaussian(int64_t n, uint32_t seed, double scale = 1.0) {
-  std::mt19937 engine(seed);
-  std::normal_distribution<double> distribution(0.0, scale);
-  std::vector<float> values(static_cast<size_t>(n));
-  for (float& value : values) value = static_cast<float>(distribution(engine));
-  return values;
-}
 
 // Magnitudes from a few levels, so that many entries tie.
 std::vector<float> levels(int64_t n, uint32_t seed) {
@@ -68,9 +62,9 @@ std::unique_ptr<Graph> encode_graph(const EncodeCase& c, uint32_t seed) {
   const int64_t n = testing::count_of(c.sizes);
   const TensorType type{DType::kFloat32, Shape::from_sizes(c.sizes)};
   Value* grad = g->add_input("grad", type);
-  Value* param = g->add_persistent("param", type, PersistentRole::kParameter, floats(gaussian(n, seed), c.sizes));
-  Value* u = g->add_persistent("u", type, PersistentRole::kOptimizerState, floats(gaussian(n, seed + 1, 0.1), c.sizes));
-  Value* v = g->add_persistent("v", type, PersistentRole::kOptimizerState, floats(gaussian(n, seed + 2, 0.1), c.sizes));
+  Value* param = g->add_persistent("param", type, PersistentRole::kParameter, floats(gaussian_floats(n, seed), c.sizes));
+  Value* u = g->add_persistent("u", type, PersistentRole::kOptimizerState, floats(gaussian_floats(n, seed + 1, 0.1), c.sizes));
+  Value* v = g->add_persistent("v", type, PersistentRole::kOptimizerState, floats(gaussian_floats(n, seed + 2, 0.1), c.sizes));
   Value* step = g->add_input("step", {DType::kInt64, Shape{}});
   Node* encode = g->add_node("DgcEncode", {grad, param, u, v, step}, 1, c.attributes, "encode");
   g->add_output(encode->output(0));
@@ -83,7 +77,7 @@ void expect_encodes_match(const Device& device, const EncodeCase& c, int steps, 
   const int64_t n = testing::count_of(c.sizes);
   for (int step = 1; step <= steps; ++step) {
     const uint32_t grad_seed = seed + 10 + static_cast<uint32_t>(step);
-    Tensor grad = floats(c.tied ? levels(n, grad_seed) : gaussian(n, grad_seed), c.sizes);
+    Tensor grad = floats(c.tied ? levels(n, grad_seed) : gaussian_floats(n, grad_seed), c.sizes);
     const std::string label = c.label + " step " + std::to_string(step);
     BothRuns runs = both.run({{"grad", grad}, {"step", step_tensor(step)}});
     testing::expect_all_close(runs, tolerance, label);
@@ -154,8 +148,8 @@ TEST_P(DgcOnBackend, ClippedEncodeMatchesTheCpuClosely) {
 std::unique_ptr<Graph> momentum_graph(int64_t n, int64_t rampup_begin_step, int64_t nesterov, double weight_decay) {
   auto g = std::make_unique<Graph>("dgc_momentum");
   const TensorType type{DType::kFloat32, Shape{n}};
-  Value* param = g->add_persistent("param", type, PersistentRole::kParameter, floats(gaussian(n, 31), {n}));
-  Value* velocity = g->add_persistent("velocity", type, PersistentRole::kOptimizerState, floats(gaussian(n, 32, 0.1), {n}));
+  Value* param = g->add_persistent("param", type, PersistentRole::kParameter, floats(gaussian_floats(n, 31), {n}));
+  Value* velocity = g->add_persistent("velocity", type, PersistentRole::kOptimizerState, floats(gaussian_floats(n, 32, 0.1), {n}));
   Value* dense = g->add_input("dense_grad", type);
   Value* gathered = g->add_input("gathered", {DType::kFloat32, Shape{Dim::symbol("gathered")}});
   Value* encoded = g->add_input("encoded", {DType::kFloat32, Shape{Dim::symbol("encoded")}});
@@ -214,7 +208,7 @@ TEST_P(DgcOnBackend, MomentumMatchesTheCpuInBothPhases) {
         const bool sparse = step - 1 >= 2;
         const int ranks = 3;
         std::map<std::string, Tensor> feeds = {
-            {"dense_grad", floats(gaussian(n, 40 + static_cast<uint32_t>(step)), {n})},
+            {"dense_grad", floats(gaussian_floats(n, 40 + static_cast<uint32_t>(step)), {n})},
             {"lr", Tensor::scalar<float>(0.05f)},
             {"step", step_tensor(step)}};
         if (sparse) {
@@ -242,7 +236,7 @@ TEST_P(DgcOnBackend, AnOutOfRangeGatheredIndexFailsTheNodeAndAppliesNothing) {
   std::vector<float> pairs = gathered_pairs(n, k, 2, 7);
   pairs[2 * 13] = index_bits(static_cast<int32_t>(n + 5));  // rank 1's fourth pair
   const Tensor before = both.device_session().host_state("param");
-  std::map<std::string, Tensor> feeds = {{"dense_grad", floats(gaussian(n, 8), {n})},
+  std::map<std::string, Tensor> feeds = {{"dense_grad", floats(gaussian_floats(n, 8), {n})},
                                          {"gathered", floats(pairs, {static_cast<int64_t>(pairs.size())})},
                                          {"encoded", floats(std::vector<float>(pairs.begin(), pairs.begin() + 2 * k), {2 * k})},
                                          {"lr", Tensor::scalar<float>(0.1f)},

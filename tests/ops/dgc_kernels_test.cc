@@ -36,13 +36,7 @@ std::vector<float> floats_of(const Tensor& t) {
   return std::vector<float>(data, data + t.num_elements());
 }
 
-std::vector<float> gaussian(int64_t n, uint32_t seed, double scale = 1.0) {
-  std::mt19937 engine(seed);
-  std::normal_distribution<double> distribution(0.0, scale);
-  std::vector<float> values(static_cast<size_t>(n));
-  for (float& value : values) value = static_cast<float>(distribution(engine));
-  return values;
-}
+using testing::gaussian_floats;
 
 Tensor tensor_of(const std::vector<float>& values, std::vector<int64_t> sizes) {
   return Tensor::from_vector<float>(values, std::move(sizes));
@@ -177,13 +171,13 @@ TEST(DgcKernels, RampupWalksTheSparsityListByStep) {
   const int64_t n = 1000;
   // dgc_step 0..2 dense; each sparsity for two steps (10 steps / 5 values), the last one held.
   const std::vector<int64_t> expected_k = {0, 0, 0, 250, 250, 62, 62, 15, 15, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  Tensor param = tensor_of(gaussian(n, 1), {n});
+  Tensor param = tensor_of(gaussian_floats(n, 1), {n});
   Tensor u(DType::kFloat32, {n}), v(DType::kFloat32, {n});
   for (int64_t step = 1; step <= static_cast<int64_t>(expected_k.size()); ++step) {
     const int64_t want = expected_k[static_cast<size_t>(step - 1)];
     EXPECT_EQ(reference_k(n, step, c), want) << "step " << step;
     EXPECT_EQ(dgc_k(n, step - 1, c.rampup_begin_step, c.rampup_step, c.sparsity), want) << "step " << step;
-    Tensor grad = tensor_of(gaussian(n, 100 + static_cast<uint32_t>(step)), {n});
+    Tensor grad = tensor_of(gaussian_floats(n, 100 + static_cast<uint32_t>(step)), {n});
     EXPECT_EQ(static_cast<int64_t>(run_encode(grad, param, u, v, step, c).size()), 2 * want) << "step " << step;
   }
   // k is at least 1 and at most numel.
@@ -197,7 +191,7 @@ TEST(DgcKernels, RampupWalksTheSparsityListByStep) {
 TEST(DgcKernels, ThresholdMatchesThePlainDefinition) {
   uint32_t seed = 7;
   for (int64_t n : {1, 2, 7, 16, 17, 100, 1000, 4099, 100000}) {
-    std::vector<float> v = gaussian(n, seed++);
+    std::vector<float> v = gaussian_floats(n, seed++);
     for (int64_t k : {int64_t{1}, int64_t{2}, n / 1000 + 1, n / 3 + 1, n}) {
       if (k > n) continue;
       EXPECT_EQ(dgc_threshold(v.data(), n, k), reference_threshold(v, k)) << "numel " << n << " k " << k;
@@ -205,7 +199,7 @@ TEST(DgcKernels, ThresholdMatchesThePlainDefinition) {
   }
   // On Gaussian data the estimate is a plausible magnitude: positive and at
   // most the largest |v|.
-  std::vector<float> v = gaussian(100000, 99);
+  std::vector<float> v = gaussian_floats(100000, 99);
   float largest = 0;
   for (float x : v) largest = std::max(largest, std::fabs(x));
   for (int64_t k : {10, 100, 1000}) {
@@ -246,12 +240,12 @@ TEST(DgcKernels, EncodeMatchesTheReferenceOverSeveralSteps) {
     c.config.sparsity = {0.9, 0.99};
     c.config.rampup_begin_step = 1;
     c.config.rampup_step = 4;
-    std::vector<float> param_values = gaussian(n, seed++);
+    std::vector<float> param_values = gaussian_floats(n, seed++);
     Tensor param = tensor_of(param_values, sizes);
-    Tensor u = tensor_of(gaussian(n, seed++, 0.1), sizes), v = tensor_of(gaussian(n, seed++, 0.1), sizes);
+    Tensor u = tensor_of(gaussian_floats(n, seed++, 0.1), sizes), v = tensor_of(gaussian_floats(n, seed++, 0.1), sizes);
     for (int64_t step = 1; step <= 6; ++step) {
       const std::string where = c.name + " step " + std::to_string(step);
-      std::vector<float> grad = gaussian(n, seed++);
+      std::vector<float> grad = gaussian_floats(n, seed++);
       if (c.config.clip_norm > 0) {
         double squares = 0;
         for (float g : grad) squares += static_cast<double>(g) * g;
@@ -349,16 +343,16 @@ TEST(DgcKernels, DensePhaseEncodesNothingAndLeavesTheStateAlone) {
   const int64_t n = 300;
   EncodeConfig c;
   c.rampup_begin_step = 5;
-  Tensor u = tensor_of(gaussian(n, 1), {n}), v = tensor_of(gaussian(n, 2), {n});
+  Tensor u = tensor_of(gaussian_floats(n, 1), {n}), v = tensor_of(gaussian_floats(n, 2), {n});
   Tensor u_before = u.clone(), v_before = v.clone();
   for (int64_t step = 1; step <= 5; ++step) {
-    std::vector<float> got = run_encode(tensor_of(gaussian(n, 3), {n}), tensor_of(gaussian(n, 4), {n}), u, v, step, c);
+    std::vector<float> got = run_encode(tensor_of(gaussian_floats(n, 3), {n}), tensor_of(gaussian_floats(n, 4), {n}), u, v, step, c);
     EXPECT_TRUE(got.empty()) << "step " << step;
     EXPECT_TRUE(u.bitwise_equal(u_before)) << "step " << step;
     EXPECT_TRUE(v.bitwise_equal(v_before)) << "step " << step;
   }
   // Step 6 is dgc_step 5: the first sparse step.
-  EXPECT_FALSE(run_encode(tensor_of(gaussian(n, 3), {n}), tensor_of(gaussian(n, 4), {n}), u, v, 6, c).empty());
+  EXPECT_FALSE(run_encode(tensor_of(gaussian_floats(n, 3), {n}), tensor_of(gaussian_floats(n, 4), {n}), u, v, 6, c).empty());
 }
 
 TEST(DgcKernels, DgcMomentumDensePhaseIsMomentumBitwise) {
@@ -369,7 +363,7 @@ TEST(DgcKernels, DgcMomentumDensePhaseIsMomentumBitwise) {
   const int64_t n = 1000;
   uint32_t seed = 40;
   for (const Case& c : {Case{0.9, 0.0, 0}, Case{0.9, 0.01, 1}, Case{0.8, 0.1, 0}}) {
-    Tensor p1 = tensor_of(gaussian(n, seed++), {n}), s1 = tensor_of(gaussian(n, seed++, 0.1), {n});
+    Tensor p1 = tensor_of(gaussian_floats(n, seed++), {n}), s1 = tensor_of(gaussian_floats(n, seed++, 0.1), {n});
     Tensor p2 = p1.clone(), s2 = s1.clone();
     std::map<std::string, Attribute> momentum_attrs = {{"momentum", Attribute(c.momentum)},
                                                        {"weight_decay", Attribute(c.weight_decay)},
@@ -378,7 +372,7 @@ TEST(DgcKernels, DgcMomentumDensePhaseIsMomentumBitwise) {
     dgc_attrs["rampup_begin_step"] = Attribute(int64_t{10});
     Tensor empty(DType::kFloat32, {0});
     for (int64_t step = 1; step <= 3; ++step) {
-      Tensor grad = tensor_of(gaussian(n, seed++), {n});
+      Tensor grad = tensor_of(gaussian_floats(n, seed++), {n});
       Tensor lr = Tensor::scalar<float>(0.05f);
       std::vector<Tensor> out = run_op("DgcMomentum", {p1, s1, grad, empty, empty, lr, Tensor::scalar<int64_t>(step)},
                                        dgc_attrs, 2);
@@ -409,13 +403,13 @@ TEST(DgcKernels, DgcMomentumSparsePhaseAveragesTheRanks) {
   const int64_t n = 200;
   EncodeConfig c;
   c.sparsity = {0.875};  // k = 25 per rank
-  std::vector<float> param_values = gaussian(n, 60);
+  std::vector<float> param_values = gaussian_floats(n, 60);
   Tensor param = tensor_of(param_values, sizes);
   std::vector<float> gathered;
   std::vector<float> own;
   for (uint32_t rank = 0; rank < 3; ++rank) {
-    Tensor u = tensor_of(gaussian(n, 70 + rank, 0.1), sizes), v = tensor_of(gaussian(n, 80 + rank, 0.1), sizes);
-    std::vector<float> encoded = run_encode(tensor_of(gaussian(n, 90 + rank), sizes), param, u, v, 1, c);
+    Tensor u = tensor_of(gaussian_floats(n, 70 + rank, 0.1), sizes), v = tensor_of(gaussian_floats(n, 80 + rank, 0.1), sizes);
+    std::vector<float> encoded = run_encode(tensor_of(gaussian_floats(n, 90 + rank), sizes), param, u, v, 1, c);
     ASSERT_EQ(encoded.size(), 50u);
     if (rank == 0) own = encoded;
     gathered.insert(gathered.end(), encoded.begin(), encoded.end());
@@ -423,7 +417,7 @@ TEST(DgcKernels, DgcMomentumSparsePhaseAveragesTheRanks) {
   const float lr = 0.1f;
   auto check = [&](const std::vector<float>& all, const std::vector<float>& mine, const std::string& where) {
     Tensor p = tensor_of(param_values, sizes);
-    Tensor velocity = tensor_of(gaussian(n, 5), sizes), velocity_before = velocity.clone();
+    Tensor velocity = tensor_of(gaussian_floats(n, 5), sizes), velocity_before = velocity.clone();
     Tensor dense(DType::kFloat32, sizes);
     std::vector<Tensor> out = run_op("DgcMomentum",
                                      {p, velocity, dense, tensor_of(all, {static_cast<int64_t>(all.size())}),

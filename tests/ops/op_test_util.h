@@ -87,6 +87,15 @@ inline std::vector<double> random_values(DType dtype, int64_t count, uint32_t se
   return values;
 }
 
+// `count` f32 values drawn from N(0, scale^2) (gradients, DGC's accumulations).
+inline std::vector<float> gaussian_floats(int64_t count, uint32_t seed, double scale = 1.0) {
+  std::mt19937 engine(seed);
+  std::normal_distribution<double> distribution(0.0, scale);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (float& value : values) value = static_cast<float>(distribution(engine));
+  return values;
+}
+
 // A tensor of `dtype` and `sizes` holding random_values(dtype, ..., seed).
 inline Tensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, uint32_t seed) {
   return make_tensor(dtype, random_values(dtype, count_of(sizes), seed), sizes);

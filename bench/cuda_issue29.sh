@@ -5,7 +5,7 @@
 #
 #   here:   scripts/cuda_bundle.sh && echo /.cuda-bundle/ >> .git/info/exclude
 #   device: run(command="bash bench/cuda_issue29.sh tests", carry=[".cuda-bundle"])
-#           run(command="bash bench/cuda_issue29.sh lenet comm infer train nccl2", carry=[".cuda-bundle"])
+#           run(command="bash bench/cuda_issue29.sh lenet comm infer train profile nccl2", carry=[".cuda-bundle"])
 #
 # (a device command may run 10 minutes: the tests take one call, the rest
 # another). WEIR_GPU=cpu runs the stages' commands on the CPU instead, to
@@ -17,8 +17,9 @@
 #           failed tests again with WEIR_SYNC_STEPS=1 (each step waited
 #           for), which tells a fault of running ahead from a kernel's
 #   lenet   graph-runner train --model lenet, 20 steps, CPU and cuda:0 (and
-#           cuda:0 waiting for each step), and a launched NCCL world of one:
-#           the largest relative loss difference
+#           cuda:0 waiting for each step), and a launched NCCL world of one
+#           (twice): the largest relative loss difference; every run's
+#           output in lenet-runs.txt
 #   comm    the gradient-communication strategies on the GPU against the
 #           CPU, LeNet's losses: gradient merge (k 2) on one GPU; with 2 or
 #           more GPUs, DGC, LocalSGD and adaptive LocalSGD on 2 processes
@@ -29,6 +30,9 @@
 #           every step (the baseline of running ahead, in the same run)
 #   train   graph-runner train --device cuda --amp fp16: ResNet-50, batch 128,
 #           224x224 synthetic images, 1000 classes (images/s, TFLOP/s)
+#   profile ResNet-50 AMP training at batch 128 with --profile: the host
+#           time of each op type's nodes (their enqueueing), against the
+#           step time; the trace comes back as resnet50-train-trace.json
 #   nccl2   with 2 or more GPUs: LeNet on 2 processes (NCCL) against 1
 # Each bench line carries the estimated TFLOP/s; divide by the GPU's peak
 # (H100 SXM dense: f32 67, tf32 495, f16/bf16 989 TFLOP/s) for the fraction.
@@ -37,7 +41,7 @@ root=$(pwd)
 out=${OUT:-/tmp/weir-gpu}
 mkdir -p "$out"
 stages=("$@")
-[[ ${#stages[@]} -gt 0 ]] || stages=(tests lenet comm infer train nccl2)
+[[ ${#stages[@]} -gt 0 ]] || stages=(tests lenet comm infer train profile nccl2)
 
 # Every program runs under a time limit, so that a hang cannot take the device
 # call's 10 minutes: `limit` seconds (default 120), or what is left of
@@ -109,10 +113,20 @@ run_stage() {
       weir graph-runner "${lenet[@]}" --device "$gpu" > "$work/lenet-cuda.txt" 2>&1
       WEIR_SYNC_STEPS=1 weir graph-runner "${lenet[@]}" --device "$gpu" > "$work/lenet-cuda-sync.txt" 2>&1
       weir graph-runner launch -n 1 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl.txt" 2>&1
+      weir graph-runner launch -n 1 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl-again.txt" 2>&1
+      # Without buckets each gradient is its own buffer, as in the run alone.
+      echo '{"fuse_all_reduce_ops": false}' > "$work/unfused.json"
+      weir graph-runner launch -n 1 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" --strategy "$work/unfused.json" \
+        > "$work/lenet-nccl-unfused.txt" 2>&1
       compare_losses "$work/lenet-cpu.txt" "$work/lenet-cuda.txt" "lenet cuda vs cpu" 1e-4
       compare_losses "$work/lenet-cuda-sync.txt" "$work/lenet-cuda.txt" "lenet cuda running ahead vs waiting for each step" 0
       compare_losses "$work/lenet-cpu.txt" "$work/lenet-nccl.txt" "lenet nccl vs cpu" 1e-4
-      grep -h -E "ms_per_step|examples_per_second|error" "$work"/lenet-*.txt ;;
+      compare_losses "$work/lenet-cuda.txt" "$work/lenet-nccl.txt" "lenet nccl vs cuda alone" 1e-4
+      compare_losses "$work/lenet-nccl.txt" "$work/lenet-nccl-again.txt" "lenet nccl run twice" 0
+      compare_losses "$work/lenet-cuda.txt" "$work/lenet-nccl-unfused.txt" "lenet nccl without buckets vs cuda alone" 0
+      grep -h -E "ms_per_step|examples_per_second|error" "$work"/lenet-*.txt
+      # Every run's output, for the losses step by step.
+      tail -n +1 "$work"/lenet-*.txt > "$out/lenet-runs.txt" ;;
     comm)
       lenet=(train --model lenet --data synthetic --steps 12 --batch 64 --optimizer momentum --lr 0.05 --print-losses)
       echo '{"gradient_merge": true, "gradient_merge_configs": {"k_steps": 2}}' > "$work/merge.json"
@@ -160,13 +174,35 @@ for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randin
     train)
       limit=240 weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \
         --classes 1000 --steps 30 --optimizer momentum --lr 0.01 2>&1 | grep -E "ms_per_step|examples_per_second|step_flops|final_loss|error" ;;
+    profile)
+      # Where a ResNet-50 AMP training step's host time goes: the trace's
+      # events (each node's run on the host, which for a CUDA kernel is its
+      # enqueueing) summed by op type, against the step time.
+      limit=240 weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \
+        --classes 1000 --steps 6 --optimizer momentum --lr 0.01 --profile "$out/resnet50-train-trace.json" 2>&1 |
+        grep -E "ms_per_step|error"
+      limit=60 limited python3 - "$out/resnet50-train-trace.json" <<'EOF'
+import collections, json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+if not events: sys.exit("no events in the trace")
+span_ms = (max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)) / 1e3
+by_op = collections.defaultdict(lambda: [0, 0.0])
+for e in events:
+    by_op[e["cat"]][0] += 1
+    by_op[e["cat"]][1] += e["dur"] / 1e3
+total = sum(ms for _, ms in by_op.values())
+print(f"{len(events)} events over {span_ms:.1f} ms; their host time {total:.1f} ms")
+for op, (count, ms) in sorted(by_op.items(), key=lambda item: -item[1][1])[:20]:
+    print(f"  {op:28s} {count:6d} events {ms:9.2f} ms ({ms / count * 1e3:8.1f} us each)")
+EOF
+      ;;
     nccl2)
       if (( gpus < 2 )); then echo "one GPU: the 2-GPU comparison needs two"; return; fi
       lenet=(train --model lenet --data synthetic --steps 20 --batch 64 --optimizer momentum --lr 0.05 --print-losses)
       weir graph-runner launch -n 2 -- "$bin/graph-runner" "${lenet[@]}" --device "$gpu" > "$work/lenet-nccl2.txt" 2>&1
       compare_losses "$work/lenet-nccl.txt" "$work/lenet-nccl2.txt" "lenet 2 GPUs vs 1" 1e-5
       ;;
-    *) echo "unknown stage '$stage' (tests lenet comm infer train nccl2)" ;;
+    *) echo "unknown stage '$stage' (tests lenet comm infer train profile nccl2)" ;;
   esac
 }
 

@@ -34,14 +34,12 @@ cublasLtEpilogue_t lt_epilogue(LtEpilogue epilogue) {
     case LtEpilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
     case LtEpilogue::kRelu: return CUBLASLT_EPILOGUE_RELU;
     case LtEpilogue::kReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
-    case LtEpilogue::kGeluTanh: return CUBLASLT_EPILOGUE_GELU;
-    case LtEpilogue::kGeluTanhBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
 bool has_bias(LtEpilogue epilogue) {
-  return epilogue == LtEpilogue::kBias || epilogue == LtEpilogue::kReluBias || epilogue == LtEpilogue::kGeluTanhBias;
+  return epilogue == LtEpilogue::kBias || epilogue == LtEpilogue::kReluBias;
 }
 
 // The alignment every batch item of an operand has: the largest power of two

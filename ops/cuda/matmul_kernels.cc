@@ -132,14 +132,14 @@ class GemmCudaKernel final : public OpKernel {
 };
 
 // The cuBLASLt epilogue computing exactly bias and `activation` after the
-// product, if there is one: its Relu is the CPU's, its GELU the tanh form
-// (GeluTanh, not the erf Gelu), and its bias must be of D's type.
+// product, if there is one: its Relu is the CPU's, and its bias must be of
+// D's type. Not its GELU, which is not the CPU's GeluTanh in bf16 (see
+// LtEpilogue): the GELUs run in our epilogue kernel.
 std::optional<cuda::LtEpilogue> lt_epilogue_for(const FusedActivation& activation, bool bias, bool bias_of_d_type) {
   if (bias && !bias_of_d_type) return std::nullopt;
   switch (activation.kind) {
     case FusedActivation::Kind::kNone: return bias ? cuda::LtEpilogue::kBias : cuda::LtEpilogue::kNone;
     case FusedActivation::Kind::kRelu: return bias ? cuda::LtEpilogue::kReluBias : cuda::LtEpilogue::kRelu;
-    case FusedActivation::Kind::kGeluTanh: return bias ? cuda::LtEpilogue::kGeluTanhBias : cuda::LtEpilogue::kGeluTanh;
     default: return std::nullopt;
   }
 }

@@ -93,7 +93,12 @@ __device__ inline float unary_value(float x, UnaryParams p) {
   if constexpr (kOp == UnaryOp::kErf) return erff(x);
   if constexpr (kOp == UnaryOp::kSoftplus) return add_rn(std_max(x, 0.0f), log1pf(expf(-fabsf(x))));
   if constexpr (kOp == UnaryOp::kSoftsign) return x / add_rn(1.0f, fabsf(x));
-  if constexpr (kOp == UnaryOp::kHardSigmoid) return std_max(0.0f, std_min(1.0f, add_rn(mul_rn(alpha, x), beta)));
+  if constexpr (kOp == UnaryOp::kHardSigmoid) {
+    // NaN first, as the CPU: nvcc folds the clamp into the add's .sat
+    // modifier, which turns NaN into 0 (seen on an H100).
+    if (isnan(x)) return x;
+    return std_max(0.0f, std_min(1.0f, add_rn(mul_rn(alpha, x), beta)));
+  }
   if constexpr (kOp == UnaryOp::kHardSwish) return mul_rn(x, std_max(0.0f, std_min(1.0f, add_rn(x / 6.0f, 0.5f))));
   if constexpr (kOp == UnaryOp::kSin) return sinf(x);
   if constexpr (kOp == UnaryOp::kCos) return cosf(x);

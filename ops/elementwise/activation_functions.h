@@ -104,7 +104,9 @@ struct HardSigmoidFunction {
   double alpha, beta;
   explicit HardSigmoidFunction(const Node& node)
       : alpha(float_attr(node, "alpha", 0.2)), beta(float_attr(node, "beta", 0.5)) {}
+  // NaN stays NaN (std::min(1, NaN) would give 1).
   template <typename C> C value(C x) const {
+    if (x != x) return x;
     return std::max(C(0), std::min(C(1), static_cast<C>(alpha) * x + static_cast<C>(beta)));
   }
   template <typename C> C derivative(C x) const {

@@ -153,9 +153,11 @@ TEST_F(NcclOnGpu, ACallTheStreamDoesNotReachInTimeAbortsTheWorldNamingIt) {
 
 // LeNet, 4 steps of momentum SGD on seeded random images: the GPU's losses
 // against the CPU's, alone and as an NCCL world of one (whose step averages
-// its gradients through NCCL's AllReduce).
+// its gradients through NCCL's AllReduce). Every step's batch is the same 16
+// examples (shuffled), so the losses must fall: with 64, each step's loss
+// is of other random images, and on the CPU it rose from 2.29 to 2.42.
 TEST_F(NcclOnGpu, LeNetTrainsOnTheGpuLikeTheCpu) {
-  const int64_t examples = 64;
+  const int64_t examples = 16;
   Tensor images = testing::make_tensor(DType::kFloat32,
                                        testing::random_values(DType::kFloat32, examples * 28 * 28, 11, 0.0, 1.0),
                                        {examples, 1, 28, 28});

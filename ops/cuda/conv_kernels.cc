@@ -211,14 +211,20 @@ class ConvRunner {
                                               const ConvProblem& p, ElementType type, bool in_channels_last,
                                               ElementType dest_type) {
     const bool native = type != ElementType::kFloat32 && dest_type == type && !(in_channels_last && p.spatial_rank > 2);
+    // 16-bit data that do not run natively are widened to f32: exact in TF32.
+    const bool widened = type != ElementType::kFloat32;
     const cuda::CudnnConvFormat wanted{.data = native ? cudnn_type(type) : CUDNN_DATA_FLOAT,
-                                       .channels_last = native && in_channels_last};
+                                       .channels_last = native && in_channels_last,
+                                       .exact_in_tf32 = !native && widened};
     std::lock_guard<std::mutex> lock(mutex_);
     for (const Planned& known : plans_) {
       if (known.direction == direction && same_problem(known.problem, p) && known.format == wanted) return known.plan;
     }
     auto made = std::make_shared<const cuda::CudnnConv>(p, direction, wanted, handle, where(ctx));
-    if (!made->usable()) made = std::make_shared<const cuda::CudnnConv>(p, direction, cuda::CudnnConvFormat{}, handle, where(ctx));
+    if (!made->usable()) {
+      made = std::make_shared<const cuda::CudnnConv>(p, direction, cuda::CudnnConvFormat{.exact_in_tf32 = widened},
+                                                     handle, where(ctx));
+    }
     plans_.insert(plans_.begin(), Planned{p, direction, wanted, made});
     if (plans_.size() > kPlans) plans_.pop_back();  // a run still enqueueing it keeps its own reference
     return made;

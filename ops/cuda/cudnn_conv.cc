@@ -43,18 +43,20 @@ bool gemm_based(cudnnConvolutionBwdFilterAlgo_t algo) {
 }
 
 // The index of the first usable entry of cuDNN's ranked list, or -1. f32
-// (!half): no tensor cores (TF32). 16-bit data (half): tensor cores
+// (!half): no tensor cores (TF32), unless `tf32` (data widened from 16
+// bits), and never a conversion to f16. 16-bit data (half): tensor cores
 // allowed, GEMM-based algorithms only. Where `deterministic`, a
 // deterministic algorithm if cuDNN has one for the problem (else the best
 // of the others: a result beats an error).
 template <typename Perf>
-int first_usable(const Perf* perfs, int count, bool half, bool deterministic) {
+int first_usable(const Perf* perfs, int count, bool half, bool tf32, bool deterministic) {
   for (bool require_deterministic : {deterministic, false}) {
     for (int i = 0; i < count; ++i) {
       const Perf& perf = perfs[i];
       if (perf.status != CUDNN_STATUS_SUCCESS || perf.memory > kMaxWorkspace) continue;
-      const bool tensor_ops = perf.mathType == CUDNN_TENSOR_OP_MATH || perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-      if (!half && tensor_ops) continue;
+      const bool converts = perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+      const bool tensor_ops = perf.mathType == CUDNN_TENSOR_OP_MATH || converts;
+      if (!half && (converts || (tensor_ops && !tf32))) continue;
       if (half && !gemm_based(perf.algo)) continue;
       if (require_deterministic && perf.determinism != CUDNN_DETERMINISTIC) continue;
       return i;
@@ -63,7 +65,11 @@ int first_usable(const Perf* perfs, int count, bool half, bool deterministic) {
   return -1;
 }
 
-cudnnMathType_t math_for(cudnnDataType_t data) { return data == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH; }
+// Default math lets f32 run on TF32 tensor cores; FMA math does not.
+cudnnMathType_t math_for(const CudnnConvFormat& format) {
+  if (format.data != CUDNN_DATA_FLOAT) return CUDNN_TENSOR_OP_MATH;
+  return format.exact_in_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
 
 }  // namespace
 
@@ -73,6 +79,7 @@ CudnnConv::CudnnConv(const ConvProblem& problem, ConvDirection direction, CudnnC
   const CudnnApi& api = cudnn();
   const CudnnConvGeometry& g = geometry_;
   const bool half = format.data != CUDNN_DATA_FLOAT;
+  const bool tf32 = !half && format.exact_in_tf32;
   in_ = std::make_unique<TensorDescriptor>(format.data, to_ints(g.in_dims, where, "input sizes"), format.channels_last);
   out_ = std::make_unique<TensorDescriptor>(format.data, to_ints(g.out_dims, where, "output sizes"), format.channels_last);
   filter_ = std::make_unique<FilterDescriptor>(format.data, to_ints(g.filter_dims, where, "weight sizes"),
@@ -81,12 +88,12 @@ CudnnConv::CudnnConv(const ConvProblem& problem, ConvDirection direction, CudnnC
   std::vector<int> pads(g.pads.begin(), g.pads.end()), strides(g.strides.begin(), g.strides.end()),
       dilations(g.dilations.begin(), g.dilations.end());
   convolution_ = std::make_unique<ConvolutionDescriptor>(
-      pads, strides, dilations, to_ints({g.problem.group}, where, "group count")[0], math_for(format.data));
-  // A 16-bit algorithm runs with the math type cuDNN ranked it with (the
-  // descriptor's, or FMA where its tensor-op kernels do not fit the
+      pads, strides, dilations, to_ints({g.problem.group}, where, "group count")[0], math_for(format));
+  // A 16-bit or TF32 algorithm runs with the math type cuDNN ranked it with
+  // (the descriptor's, or FMA where its tensor-op kernels do not fit the
   // problem); the workspace size is asked for with that math type set.
   auto use_math_of = [&](cudnnMathType_t math) {
-    if (half) cudnn_check(api.set_math_type(convolution_->get(), math), where + ": cudnnSetConvolutionMathType");
+    if (half || tf32) cudnn_check(api.set_math_type(convolution_->get(), math), where + ": cudnnSetConvolutionMathType");
   };
   // A 16-bit query cuDNN answers "not supported" (any CUDNN_STATUS_NOT_SUPPORTED_*)
   // leaves the plan unusable, for the caller to widen to f32; other failures throw.
@@ -103,7 +110,7 @@ CudnnConv::CudnnConv(const ConvProblem& problem, ConvDirection direction, CudnnC
   // Takes the first usable of cuDNN's ranked `perfs` (its math type too);
   // without one, `fallback` for f32 and none for 16 bits (widened to f32).
   auto adopt = [&](const auto* perfs, bool deterministic, int fallback) {
-    const int chosen = first_usable(perfs, returned, half, deterministic);
+    const int chosen = first_usable(perfs, returned, half, tf32, deterministic);
     if (chosen >= 0) {
       algorithm_ = static_cast<int>(perfs[chosen].algo);
       use_math_of(perfs[chosen].mathType);

@@ -13,6 +13,9 @@
 // - f32: FMA math, and the algorithm is the first of cuDNN's ranked list
 //   that runs without TF32 tensor cores, so f32 results match the CPU's to
 //   f32 rounding;
+// - f32 widened from f16 or bf16 (exact_in_tf32): TF32 tensor cores
+//   allowed (default math), since values of at most 10 fraction bits are
+//   TF32 values and their products exact; never a conversion to f16;
 // - f16, bf16: tensor-op math (f16 x f16 and bf16 x bf16 products are exact
 //   in f32), only the GEMM-based algorithms (FFT and Winograd transform the
 //   operands at reduced precision), the result rounded once to the type.
@@ -37,6 +40,9 @@ struct CudnnConvFormat {
   // [K, kernel..., C/group] (cuDNN's NHWC and KRSC: tensor cores' own
   // layout); else [N, C, spatial...] and [K, C/group, kernel...].
   bool channels_last = false;
+  // f32 data that were f16 or bf16 (AMP's wide weight gradients): TF32's
+  // tensor cores multiply them exactly, so they may run there.
+  bool exact_in_tf32 = false;
 
   bool operator==(const CudnnConvFormat&) const = default;
 };

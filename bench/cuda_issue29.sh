@@ -30,9 +30,10 @@
 #           every step (the baseline of running ahead, in the same run)
 #   train   graph-runner train --device cuda --amp fp16: ResNet-50, batch 128,
 #           224x224 synthetic images, 1000 classes (images/s, TFLOP/s)
-#   profile ResNet-50 AMP training at batch 128 with --profile: the host
-#           time of each op type's nodes (their enqueueing), against the
-#           step time; the trace comes back as resnet50-train-trace.json
+#   profile ResNet-50 AMP training at batch 128 with --profile, which waits
+#           for each node's device work: the time of each op type's nodes
+#           (their device time), against the step time; the trace comes
+#           back as resnet50-train-trace.json
 #   nccl2   with 2 or more GPUs: LeNet on 2 processes (NCCL) against 1
 # Each bench line carries the estimated TFLOP/s; divide by the GPU's peak
 # (H100 SXM dense: f32 67, tf32 495, f16/bf16 989 TFLOP/s) for the fraction.
@@ -175,9 +176,9 @@ for b in (1, 32): np.save('$work/ids%d.npy' % b, np.random.RandomState(b).randin
       limit=240 weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \
         --classes 1000 --steps 30 --optimizer momentum --lr 0.01 2>&1 | grep -E "ms_per_step|examples_per_second|step_flops|final_loss|error" ;;
     profile)
-      # Where a ResNet-50 AMP training step's host time goes: the trace's
-      # events (each node's run on the host, which for a CUDA kernel is its
-      # enqueueing) summed by op type, against the step time.
+      # Where a ResNet-50 AMP training step's time goes: the trace's events
+      # (a profiled run waits for each node, so each is the node's enqueueing
+      # and device time) summed by op type, against the step time.
       limit=240 weir graph-runner train --model resnet50 --device "$gpu" --amp fp16 --batch 128 --data synthetic --image-size 224 \
         --classes 1000 --steps 6 --optimizer momentum --lr 0.01 --profile "$out/resnet50-train-trace.json" 2>&1 |
         grep -E "ms_per_step|error"
@@ -191,7 +192,7 @@ for e in events:
     by_op[e["cat"]][0] += 1
     by_op[e["cat"]][1] += e["dur"] / 1e3
 total = sum(ms for _, ms in by_op.values())
-print(f"{len(events)} events over {span_ms:.1f} ms; their host time {total:.1f} ms")
+print(f"{len(events)} events over {span_ms:.1f} ms; the nodes' time {total:.1f} ms")
 for op, (count, ms) in sorted(by_op.items(), key=lambda item: -item[1][1])[:20]:
     print(f"  {op:28s} {count:6d} events {ms:9.2f} ms ({ms / count * 1e3:8.1f} us each)")
 EOF

@@ -49,9 +49,10 @@ class DgcEncodeCudaKernel final : public OpKernel {
     const cuda::LaunchScratch workspace(ctx, {bytes});
     cuda::check_cuda_status(ctx,
                             cuda::launch_dgc_encode(ctx.input(0).data<float>(), ctx.input(1).data<float>(),
-                                         ctx.input(2).data<float>(), ctx.input(3).data<float>(), encoded.data<float>(),
-                                         accumulation, selection, workspace.part(0), bytes, stream),
-                 "encoding on the GPU");
+                                                    ctx.input(2).data<float>(), ctx.input(3).data<float>(),
+                                                    encoded.data<float>(), accumulation, selection, workspace.part(0),
+                                                    bytes, stream),
+                            "encoding on the GPU");
     cuda::check_launch(ctx, "dgc_encode");
   }
 
@@ -111,9 +112,10 @@ class DgcMomentumCudaKernel final : public OpKernel {
     // The launch's own: its check reads it after the run.
     Tensor first_bad = Tensor::uninitialized(DType::kInt64, {1}, ctx.allocator());
     cuda::check_cuda_status(ctx,
-                            cuda::launch_dgc_sparse_sgd(ctx.input(0).data<float>(), numel, gathered.data<float>(), pairs, ranks, lr,
-                                             first_bad.data<int64_t>(), workspace.part(0), bytes, stream),
-                 "applying the gathered pairs on the GPU");
+                            cuda::launch_dgc_sparse_sgd(ctx.input(0).data<float>(), numel, gathered.data<float>(), pairs,
+                                                        ranks, lr, first_bad.data<int64_t>(), workspace.part(0), bytes,
+                                                        stream),
+                            "applying the gathered pairs on the GPU");
     cuda::check_launch(ctx, "dgc sparse sgd");
     const Node& node = ctx.node();
     cuda::check_device_values(ctx, first_bad, [&node, gathered, numel](const std::vector<int64_t>& found) {

@@ -43,6 +43,20 @@ Tolerance tolerance_for(DType dtype, int64_t terms) {
   }
 }
 
+// tolerance_for plus, for 16-bit data, `ulps` ulps of the type at the
+// bound of a sum of `terms` products of values in [-1, 1]: such a sum has
+// standard deviation sqrt(terms) / 3, so 2 sqrt(terms) (six deviations; at
+// most `terms`, the exact bound) bounds it on these inputs. For roundings
+// of a whole or partial sum to the type that the CPU does not make.
+Tolerance with_sum_roundings(DType dtype, int64_t terms, double ulps) {
+  Tolerance tolerance = tolerance_for(dtype, terms);
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return tolerance;
+  const double n = static_cast<double>(std::max<int64_t>(terms, 1));
+  const int fraction_bits = dtype == DType::kFloat16 ? 10 : 7;
+  tolerance.absolute += ulps * std::min(n, 2.0 * std::sqrt(n)) * std::ldexp(1.0, -fraction_bits);
+  return tolerance;
+}
+
 // Where an epilogue follows the convolution (Conv's and ConvTranspose's
 // bias; FusedConv's bias, addend Z and activation), 16-bit results are
 // rounded twice on the GPU, once more than on the CPU: cuDNN writes the
@@ -52,33 +66,15 @@ Tolerance tolerance_for(DType dtype, int64_t terms) {
 // at most |conv| * 2^-(p+1) (p fraction bits: 10 for f16, 7 for bf16),
 // times the activation's slope (at most 1.13, GELU's: 1.25 with margin).
 // It is absolute, so it exceeds the relative tolerance where B or Z
-// cancels the convolution. |conv|, a sum of `terms` products of values in
-// [-1, 1], has standard deviation sqrt(terms) / 3, so 2 sqrt(terms) (six
-// deviations; at most `terms`, the exact bound) bounds it on these inputs.
-Tolerance epilogue_tolerance_for(DType dtype, int64_t terms) {
-  Tolerance tolerance = tolerance_for(dtype, terms);
-  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return tolerance;
-  const double n = static_cast<double>(std::max<int64_t>(terms, 1));
-  const double conv_bound = std::min(n, 2.0 * std::sqrt(n));
-  const int fraction_bits = dtype == DType::kFloat16 ? 10 : 7;
-  tolerance.absolute += 1.25 * conv_bound * std::ldexp(1.0, -(fraction_bits + 1));
-  return tolerance;
-}
+// cancels the convolution: 1.25 half-ulps at |conv|'s bound.
+Tolerance epilogue_tolerance_for(DType dtype, int64_t terms) { return with_sum_roundings(dtype, terms, 1.25 * 0.5); }
 
 // The data gradient of 16-bit data: cuDNN's tensor-core backward-data
 // kernels may round partial sums to the data's type before adding them, so
-// on top of tolerance_for an ulp of the type at the partials' magnitude
-// (bounded as in epilogue_tolerance_for: 2 sqrt(terms)). On an H100, f16
-// sums of 288 terms came 2^-8 (an f16 ulp in [4, 8)) off the CPU's, whose
-// f32 sums round once.
-Tolerance data_gradient_tolerance_for(DType dtype, int64_t terms) {
-  Tolerance tolerance = tolerance_for(dtype, terms);
-  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) return tolerance;
-  const double n = static_cast<double>(std::max<int64_t>(terms, 1));
-  const int fraction_bits = dtype == DType::kFloat16 ? 10 : 7;
-  tolerance.absolute += std::min(n, 2.0 * std::sqrt(n)) * std::ldexp(1.0, -fraction_bits);
-  return tolerance;
-}
+// on top of tolerance_for an ulp of the type at the partials' bound. On an
+// H100, f16 sums of 288 terms came 2^-8 (an f16 ulp in [4, 8)) off the
+// CPU's, whose f32 sums round once.
+Tolerance data_gradient_tolerance_for(DType dtype, int64_t terms) { return with_sum_roundings(dtype, terms, 1.0); }
 
 struct ConvCase {
   std::string label;
